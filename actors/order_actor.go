@@ -1,0 +1,431 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/vault"
+	"github.com/paygate/gateway/transport/acquirer"
+)
+
+// Proposer replicates a command and returns its applied result. The cluster
+// node implements it; tests may use an in-memory one.
+type Proposer interface {
+	Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error)
+}
+
+// Reader is the read side of the store the actors need.
+type Reader interface {
+	GetOrder(merchant, id string) (*order.Order, error)
+	Token(token string) (*persistence.TokenRecord, error)
+	Card(cardID string) ([]byte, error)
+	Idempotency(merchant, key string) (*persistence.IdemRecord, error)
+}
+
+// ErrTokenInvalid: payment_token unknown, expired or of another merchant.
+var ErrTokenInvalid = errors.New("payment_token is unknown, expired or belongs to another merchant")
+
+// Deps are what order actors share.
+type Deps struct {
+	Proposer Proposer
+	Store    Reader
+	Acquirer acquirer.Acquirer
+	Vault    *vault.Vault
+	Logger   *slog.Logger
+	// Now and NewID are the leader's sources of time and identifiers; they
+	// are read here, before proposing, never in Apply.
+	Now   func() time.Time
+	NewID func() string
+	// SettleUnit is the length of one settle.delay_hours hour.
+	SettleUnit time.Duration
+	// TokenTTL is how long a payment token stays usable.
+	TokenTTL time.Duration
+	// IdleAfter retires an actor with no message for this long.
+	IdleAfter time.Duration
+	// ProposeTimeout bounds one proposal.
+	ProposeTimeout time.Duration
+	// AuthAttempts bounds acquirer calls that fail in transport before the
+	// order is declined 6.02.
+	AuthAttempts int
+}
+
+// Create asks an order actor to create the order (charge, wallet payment).
+type Create struct {
+	Merchant    string
+	OrderID     string
+	RequestHash string
+	Data        order.CreateData
+	// Card is a card seen in this request (nil for a token payment). CVV
+	// stays in memory only until the acquirer call.
+	Card  *vault.Card
+	CVV   string
+	Token string
+	// Wallet carries wallet cryptogram data to the acquirer.
+	Cryptogram, ECI string
+}
+
+// Operation asks for settle, void or refund.
+type Operation struct {
+	Kind             order.Kind
+	Merchant         string
+	OrderID          string
+	Amount           int64
+	RefundReasonCode string
+	IdempotencyKey   string
+	RequestHash      string
+}
+
+// Reply answers Create and Operation.
+type Reply struct {
+	Order  *order.Order
+	TxnID  string
+	Raw    []byte // the stored first answer of an idempotent repeat
+	Reject *order.Rejection
+	Err    error
+}
+
+// ResumeAuth asks the actor to finish an authorisation left pending (after a
+// restart or a leadership change).
+type ResumeAuth struct{}
+
+// AutoSettle asks the actor to settle an order whose delay has ended.
+type AutoSettle struct{}
+
+type authAnswer struct {
+	txnID string
+	res   acquirer.AuthResult
+}
+
+type idleCheck struct{}
+
+// orderActor serialises every operation on one order. It keeps no order
+// state of its own: it reads the applied state from the store, decides, and
+// proposes; the FSM's result is the truth it replies with. Blocking on a
+// proposal blocks only this order's mailbox.
+type orderActor struct {
+	key       Key
+	deps      *Deps
+	reg       *Registry
+	processed uint64
+	lastSeen  time.Time
+	idleTimer *time.Timer
+}
+
+// NewOrderActorProducer returns the registry's actor factory.
+func NewOrderActorProducer(deps *Deps, reg func() *Registry) func(Key) actor.Actor {
+	return func(k Key) actor.Actor { return &orderActor{key: k, deps: deps, reg: reg()} }
+}
+
+func (a *orderActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.lastSeen = time.Now()
+		a.scheduleIdle(ctx)
+	case *actor.Stopping:
+		if a.idleTimer != nil {
+			a.idleTimer.Stop()
+		}
+	case idleCheck:
+		if time.Since(a.lastSeen) >= a.deps.IdleAfter && a.reg.TryRetire(a.key, ctx.Self(), a.processed) {
+			ctx.Stop(ctx.Self())
+			return
+		}
+		a.scheduleIdle(ctx)
+	case envelope:
+		a.processed++
+		a.lastSeen = time.Now()
+		a.handle(ctx, m.msg)
+	}
+}
+
+func (a *orderActor) scheduleIdle(ctx actor.Context) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	// Not ctx.SetReceiveTimeout: it trips the race detector (protoactor #1139).
+	a.idleTimer = time.AfterFunc(a.deps.IdleAfter, func() { root.Send(self, idleCheck{}) })
+}
+
+func (a *orderActor) handle(ctx actor.Context, msg any) {
+	switch m := msg.(type) {
+	case *Create:
+		ctx.Respond(a.create(m))
+	case *Operation:
+		ctx.Respond(a.operate(m))
+	case authAnswer:
+		a.applyAuthAnswer(m)
+	case ResumeAuth:
+		a.resume()
+	case AutoSettle:
+		a.autoSettle()
+	}
+}
+
+func (a *orderActor) propose(cmd *order.Command) (persistence.Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.deps.ProposeTimeout)
+	defer cancel()
+	return a.deps.Proposer.Propose(ctx, &persistence.Cmd{Order: cmd})
+}
+
+func (a *orderActor) create(m *Create) *Reply {
+	cur, err := a.deps.Store.GetOrder(m.Merchant, m.OrderID)
+	if err != nil {
+		return &Reply{Err: err}
+	}
+	if cur != nil {
+		// Same request again: the order as it stands; nothing is charged.
+		if cur.RequestHash == m.RequestHash {
+			return &Reply{Order: cur, TxnID: cur.Txns[0].ID}
+		}
+		_, out := order.Apply(cur, &order.Command{Kind: order.KindCreate, RequestHash: m.RequestHash})
+		return &Reply{Order: cur, Reject: out.Reject}
+	}
+	now := a.deps.Now()
+	data := m.Data
+	card := m.Card
+	if m.Token != "" {
+		rec, c, err := a.resolveToken(m.Merchant, m.Token, now)
+		if err != nil {
+			return &Reply{Err: err}
+		}
+		data.Source = rec.Source
+		data.Source.Type = "token"
+		data.Source.PaymentToken = m.Token
+		data.Source.TokenExpiresAt = rec.ExpiresAt
+		card = c
+	} else if card != nil {
+		cardID := a.deps.NewID()
+		sealed, err := a.deps.Vault.SealCard(*card, vault.AAD(m.Merchant, cardID))
+		if err != nil {
+			return &Reply{Err: err}
+		}
+		data.SealedCard = sealed
+		data.Source = cardSource(data.Source, card, cardID, a.deps.Acquirer.CardInfo(card.PAN))
+	}
+	cmd := &order.Command{
+		Kind: order.KindCreate, Time: now.UnixNano(), Merchant: m.Merchant, OrderID: m.OrderID,
+		TxnID: a.deps.NewID(), RequestHash: m.RequestHash, Create: &data,
+	}
+	res, err := a.propose(cmd)
+	if err != nil {
+		return &Reply{Err: err}
+	}
+	if res.Outcome.Reject != nil || res.Outcome.Replay {
+		return &Reply{Order: res.Order, TxnID: res.Outcome.TxnID, Reject: res.Outcome.Reject}
+	}
+	if card != nil {
+		a.startAuth(res.Order, *card, m.CVV, m.Cryptogram, m.ECI)
+	}
+	return &Reply{Order: res.Order, TxnID: res.Outcome.TxnID}
+}
+
+func (a *orderActor) resolveToken(merchant, token string, now time.Time) (*persistence.TokenRecord, *vault.Card, error) {
+	rec, err := a.deps.Store.Token(token)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec == nil || rec.Merchant != merchant || rec.ExpiresAt <= now.UnixNano() {
+		return nil, nil, ErrTokenInvalid
+	}
+	card, err := a.openCard(rec.Merchant, rec.CardID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec, card, nil
+}
+
+func (a *orderActor) openCard(merchant, cardID string) (*vault.Card, error) {
+	blob, err := a.deps.Store.Card(cardID)
+	if err != nil {
+		return nil, err
+	}
+	if blob == nil {
+		return nil, fmt.Errorf("card %s missing from the vault", cardID)
+	}
+	c, err := a.deps.Vault.OpenCard(blob, vault.AAD(merchant, cardID))
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// cardSource fills the displayable card details; the PAN itself goes only
+// into the sealed blob.
+func cardSource(base order.PaymentSource, c *vault.Card, cardID string, info acquirer.CardInfo) order.PaymentSource {
+	s := base
+	s.Type = "card"
+	s.CardID = cardID
+	s.BIN = c.PAN[:6]
+	s.Masked = maskPAN(c.PAN)
+	s.Brand = info.Brand
+	s.Issuer = info.Issuer
+	s.CardType = info.Type
+	s.IssuerCountry = info.Country
+	s.ExpMonth = c.ExpMonth
+	s.ExpYear = c.ExpYear
+	s.HolderName = c.HolderName
+	return s
+}
+
+func maskPAN(pan string) string {
+	if len(pan) < 10 {
+		return "****"
+	}
+	b := []byte(pan)
+	for i := 6; i < len(b)-4; i++ {
+		b[i] = '*'
+	}
+	return string(b)
+}
+
+// startAuth calls the acquirer off the actor's goroutine; the answer comes
+// back through the registry (to this actor, or a successor if it retired).
+func (a *orderActor) startAuth(o *order.Order, card vault.Card, cvv, cryptogram, eci string) {
+	req := acquirer.AuthRequest{
+		Reference: o.Pending.TxnID, PAN: card.PAN, ExpMonth: card.ExpMonth, ExpYear: card.ExpYear,
+		HolderName: card.HolderName, CVV: cvv, Amount: o.Amount, Currency: o.Currency,
+		Descriptor: o.Descriptor, MerchantID: o.Merchant, Cryptogram: cryptogram, ECI: eci,
+	}
+	if t := o.Pending.ThreeDS; t != nil {
+		req.ThreeDS = acquirer.ThreeDSData{Authenticated: t.CAVV != "", ECI: t.ECI, CAVV: t.CAVV, XID: t.XID, Version: t.Version}
+	}
+	key, reg, deps := a.key, a.reg, a.deps
+	go func() {
+		res := authorize(deps, req)
+		reg.Send(key, authAnswer{txnID: req.Reference, res: res})
+	}()
+}
+
+// authorize calls the acquirer, retrying transport failures with the same
+// reference (the acquirer's idempotency key), then gives up as 6.02.
+func authorize(deps *Deps, req acquirer.AuthRequest) acquirer.AuthResult {
+	backoff := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := deps.Acquirer.Authorize(ctx, req)
+		cancel()
+		if err == nil {
+			return res
+		}
+		if attempt >= deps.AuthAttempts {
+			deps.Logger.Warn("acquirer unreachable, declining", "txn_id", req.Reference, "error", err)
+			return acquirer.AuthResult{
+				DeclineCode: acquirer.CodeAcquirerUnreachable, DeclineMessage: acquirer.MsgAcquirerUnreachable,
+				AVSCheck: acquirer.AVSUnavailable, CVVCheck: acquirer.CVVNotProcessed,
+			}
+		}
+		time.Sleep(backoff)
+		backoff *= 2
+	}
+}
+
+func (a *orderActor) applyAuthAnswer(m authAnswer) {
+	cur, err := a.deps.Store.GetOrder(a.key.Merchant, a.key.OrderID)
+	if err != nil || cur == nil || cur.Pending == nil || cur.Pending.TxnID != m.txnID {
+		return // already applied (a resumed duplicate), or gone
+	}
+	now := a.deps.Now()
+	r := m.res
+	out := &order.OutcomeData{
+		Approved: r.Approved, AuthCode: r.AuthCode, AVSCheck: r.AVSCheck, CVVCheck: r.CVVCheck,
+		RiskDecision: r.RiskDecision, DeclineCode: r.DeclineCode, DeclineMessage: r.DeclineMessage,
+	}
+	if r.Approved {
+		if cur.Source.Type == "card" {
+			tok, err := vault.NewToken()
+			if err != nil {
+				a.deps.Logger.Error("issue token", "error", err)
+				return
+			}
+			out.PaymentToken = tok
+			out.TokenExpiresAt = now.Add(a.deps.TokenTTL).UnixNano()
+		}
+		if cur.SettleDelayHours > 0 {
+			out.AutoSettleAt = now.Add(time.Duration(cur.SettleDelayHours) * a.deps.SettleUnit).UnixNano()
+		}
+	}
+	cmd := &order.Command{
+		Kind: order.KindAuthOutcome, Time: now.UnixNano(), Merchant: cur.Merchant, OrderID: cur.ID,
+		TxnID: m.txnID, ARN: r.ARN, Outcome: out,
+	}
+	if _, err := a.propose(cmd); err != nil {
+		// Still pending in the log: the next leader (or this node after a
+		// restart) resumes it with the same reference.
+		a.deps.Logger.Warn("outcome not committed; left pending", "order_id", cur.ID, "error", err)
+	}
+}
+
+func (a *orderActor) resume() {
+	cur, err := a.deps.Store.GetOrder(a.key.Merchant, a.key.OrderID)
+	if err != nil || cur == nil || cur.Pending == nil {
+		return
+	}
+	card, err := a.openCard(cur.Merchant, cur.Source.CardID)
+	if err != nil {
+		a.deps.Logger.Error("resume authorisation: open card", "order_id", cur.ID, "error", err)
+		return
+	}
+	// The CVV was never stored: the resumed call goes without it.
+	a.startAuth(cur, *card, "", "", "")
+}
+
+func (a *orderActor) autoSettle() {
+	cur, err := a.deps.Store.GetOrder(a.key.Merchant, a.key.OrderID)
+	now := a.deps.Now()
+	if err != nil || cur == nil || cur.Status != order.StatusAuthorized ||
+		cur.AutoSettleAt == 0 || cur.AutoSettleAt > now.UnixNano() {
+		return
+	}
+	cmd := &order.Command{
+		Kind: order.KindSettle, Auto: true, Time: now.UnixNano(), Merchant: cur.Merchant,
+		OrderID: cur.ID, TxnID: a.deps.NewID(),
+	}
+	cmd.ARN = acquirer.ARN(cmd.TxnID)
+	if _, err := a.propose(cmd); err != nil {
+		a.deps.Logger.Warn("auto-settle not committed; will retry", "order_id", cur.ID, "error", err)
+	}
+}
+
+func (a *orderActor) operate(m *Operation) *Reply {
+	if m.IdempotencyKey != "" {
+		rec, err := a.deps.Store.Idempotency(m.Merchant, m.IdempotencyKey)
+		if err != nil {
+			return &Reply{Err: err}
+		}
+		if rec != nil && a.deps.Now().UnixNano()-rec.CreatedAt < int64(persistence.IdempotencyWindow) {
+			if rec.RequestHash == m.RequestHash {
+				return &Reply{Raw: rec.Response}
+			}
+			return &Reply{Reject: &order.Rejection{Kind: order.RejectConflict, Attribute: "idempotency-key",
+				Message: "Idempotency-Key has already been used with a different request"}}
+		}
+	}
+	cur, err := a.deps.Store.GetOrder(m.Merchant, m.OrderID)
+	if err != nil {
+		return &Reply{Err: err}
+	}
+	cmd := &order.Command{
+		Kind: m.Kind, Time: a.deps.Now().UnixNano(), Merchant: m.Merchant, OrderID: m.OrderID,
+		TxnID: a.deps.NewID(), Amount: m.Amount, RefundReasonCode: m.RefundReasonCode,
+		IdempotencyKey: m.IdempotencyKey, RequestHash: m.RequestHash,
+	}
+	cmd.ARN = acquirer.ARN(cmd.TxnID)
+	// Decide locally first: an illegal operation is refused without a trip
+	// through the log. The FSM decides again on the committed command.
+	if _, out := order.Apply(cur, cmd); out.Reject != nil {
+		return &Reply{Order: cur, Reject: out.Reject}
+	}
+	res, err := a.propose(cmd)
+	if err != nil {
+		return &Reply{Err: err}
+	}
+	if res.Replayed != nil {
+		return &Reply{Raw: res.Replayed.Response}
+	}
+	return &Reply{Order: res.Order, TxnID: res.Outcome.TxnID, Reject: res.Outcome.Reject}
+}

@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/go-json-experiment/json"
+	"github.com/hashicorp/raft"
+
+	"github.com/paygate/gateway/persistence"
+)
+
+// FSM is the thin adapter between the Raft log and the store: it decodes
+// each committed entry and hands its commands to persistence.Batch.Apply,
+// which runs the pure order state machine. One Raft batch is one Pebble
+// batch.
+//
+// Concurrency: raft calls ApplyBatch, Apply, Snapshot and Restore from its
+// single FSM goroutine, never concurrently. FSMSnapshot.Persist runs on
+// another goroutine, reading a Pebble snapshot.
+type FSM struct {
+	store  *persistence.Store
+	logger *slog.Logger
+	// applied is the last index whose effects are in the store. Entries at
+	// or below it are skipped when raft replays its log after a restart.
+	applied atomic.Uint64
+	// OnCommit, when set, is called after each committed batch with the
+	// notifications it created (the dispatcher wakes on them). It runs on
+	// the FSM goroutine: it must not block.
+	OnCommit func(created []*persistence.Notification, merchants []*persistence.Merchant)
+}
+
+// NewFSM makes an FSM over store.
+func NewFSM(store *persistence.Store, logger *slog.Logger) (*FSM, error) {
+	idx, err := store.AppliedIndex()
+	if err != nil {
+		return nil, err
+	}
+	f := &FSM{store: store, logger: logger}
+	f.applied.Store(idx)
+	return f, nil
+}
+
+// AppliedIndex is the last log index applied to the store.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// EncodeEntry encodes the commands of one log entry.
+func EncodeEntry(cmds []persistence.Cmd) ([]byte, error) {
+	return json.Marshal(cmds)
+}
+
+// Apply implements raft.FSM.
+func (f *FSM) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch implements raft.BatchingFSM. The response for a command entry
+// is a []persistence.Result, one per command in the entry.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	applied := f.applied.Load()
+	var last uint64
+	b := f.store.NewBatch()
+	defer b.Close()
+	var merchants []*persistence.Merchant
+	for i, l := range logs {
+		last = l.Index
+		if l.Index <= applied || l.Type != raft.LogCommand {
+			continue
+		}
+		var cmds []persistence.Cmd
+		if err := json.Unmarshal(l.Data, &cmds); err != nil {
+			// Every replica fails to decode the same bytes the same way.
+			out[i] = []persistence.Result{{Err: fmt.Errorf("decode log entry %d: %w", l.Index, err)}}
+			continue
+		}
+		results := make([]persistence.Result, len(cmds))
+		for j := range cmds {
+			results[j] = b.Apply(&cmds[j])
+			if cmds[j].Merchant != nil {
+				merchants = append(merchants, cmds[j].Merchant)
+			}
+		}
+		out[i] = results
+	}
+	if last <= applied {
+		return out
+	}
+	if err := b.Commit(last); err != nil {
+		// The state and the log would diverge: stop this replica.
+		panic(fmt.Sprintf("cluster: commit batch at index %d: %v", last, err))
+	}
+	f.applied.Store(last)
+	if f.OnCommit != nil && (len(b.Created) > 0 || len(merchants) > 0) {
+		f.OnCommit(b.Created, merchants)
+	}
+	return out
+}
+
+// Snapshot implements raft.FSM. It syncs the store first: once raft
+// compacts the log up to this snapshot, the store is the only copy of those
+// entries' effects.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.store.Sync(); err != nil {
+		return nil, fmt.Errorf("sync store before snapshot: %w", err)
+	}
+	return &fsmSnapshot{snap: f.store.NewSnapshot()}, nil
+}
+
+// Restore implements raft.FSM: the store is replaced by the snapshot.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	if err := f.store.Restore(rc); err != nil {
+		return err
+	}
+	idx, err := f.store.AppliedIndex()
+	if err != nil {
+		return err
+	}
+	f.applied.Store(idx)
+	f.logger.Info("restored state from snapshot", "applied_index", idx)
+	if f.OnCommit != nil {
+		f.OnCommit(nil, nil)
+	}
+	return nil
+}
+
+type fsmSnapshot struct {
+	snap *persistence.Snapshot
+}
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.snap.Write(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() { s.snap.Release() }

@@ -1,0 +1,219 @@
+// Package cluster runs the Raft log: the node's raft instance, its FSM over
+// the store, and the Proposer the order actors use. Actors never touch raft
+// directly; they hand commands to Propose and get the applied result back.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftwal "github.com/hashicorp/raft-wal"
+
+	"github.com/paygate/gateway/persistence"
+)
+
+// ErrNoLeader means this node cannot commit right now: it is not the leader
+// or lost leadership. The command may or may not have committed; clients
+// retry with the same order_id / Idempotency-Key, which makes that safe.
+var ErrNoLeader = errors.New("cluster: no leader")
+
+// Config configures a node's raft.
+type Config struct {
+	NodeID   string
+	RaftAddr string
+	DataDir  string
+	// Bootstrap a single-node cluster when the data dir is new.
+	Bootstrap bool
+	Logger    *slog.Logger
+	// Timeouts; zero picks the defaults (1 s heartbeat/election).
+	HeartbeatTimeout time.Duration
+	ElectionTimeout  time.Duration
+	// SnapshotThreshold is how many log entries trigger a snapshot.
+	SnapshotThreshold uint64
+	// ApplyTimeout bounds how long a proposal waits to be enqueued.
+	ApplyTimeout time.Duration
+}
+
+// Node is a running raft member.
+type Node struct {
+	cfg       Config
+	Raft      *raft.Raft
+	FSM       *FSM
+	wal       *raftwal.WAL
+	transport *raft.NetworkTransport
+	commitLat *metrics.PrometheusHistogram
+}
+
+// Start opens the raft log and joins or bootstraps the cluster.
+func Start(cfg Config, fsm *FSM) (*Node, error) {
+	if cfg.ApplyTimeout == 0 {
+		cfg.ApplyTimeout = 10 * time.Second
+	}
+	dir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o700); err != nil {
+		return nil, err
+	}
+	wal, err := raftwal.Open(filepath.Join(dir, "wal"))
+	if err != nil {
+		return nil, fmt.Errorf("open raft log: %w", err)
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{
+		Name: "raft", Level: hclog.Warn, Output: os.Stderr, JSONFormat: true,
+	})
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	if err != nil {
+		wal.Close()
+		return nil, fmt.Errorf("open snapshot store: %w", err)
+	}
+	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		wal.Close()
+		return nil, fmt.Errorf("raft address: %w", err)
+	}
+	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 8, 10*time.Second, hlog)
+	if err != nil {
+		wal.Close()
+		return nil, fmt.Errorf("raft transport: %w", err)
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = hlog
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 512
+	// The store is persistent: on start raft must not wipe it with the last
+	// snapshot; the FSM skips entries it already applied instead.
+	rc.NoSnapshotRestoreOnStart = true
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+		rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+		rc.TrailingLogs = cfg.SnapshotThreshold / 2
+	}
+
+	hasState, err := raft.HasExistingState(wal, wal, snaps)
+	if err != nil {
+		wal.Close()
+		return nil, err
+	}
+	r, err := raft.NewRaft(rc, fsm, wal, wal, snaps, trans)
+	if err != nil {
+		wal.Close()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	if !hasState && cfg.Bootstrap {
+		f := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{
+			ID: rc.LocalID, Address: trans.LocalAddr(),
+		}}})
+		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			r.Shutdown()
+			wal.Close()
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+	}
+	return &Node{
+		cfg: cfg, Raft: r, FSM: fsm, wal: wal, transport: trans,
+		commitLat: metrics.GetOrCreatePrometheusHistogram(`gateway_raft_commit_seconds`),
+	}, nil
+}
+
+// Propose replicates one command and returns its applied result. A nil
+// error means the command is committed in the log and applied locally.
+func (n *Node) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+	res, err := n.ProposeBatch(ctx, []persistence.Cmd{*cmd})
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	return res[0], nil
+}
+
+// ProposeBatch replicates several commands as one log entry.
+func (n *Node) ProposeBatch(ctx context.Context, cmds []persistence.Cmd) ([]persistence.Result, error) {
+	data, err := EncodeEntry(cmds)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	timeout := n.cfg.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	f := n.Raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
+			errors.Is(err, raft.ErrEnqueueTimeout) || errors.Is(err, raft.ErrRaftShutdown) {
+			return nil, fmt.Errorf("%w: %v", ErrNoLeader, err)
+		}
+		return nil, err
+	}
+	n.commitLat.UpdateDuration(start)
+	res, ok := f.Response().([]persistence.Result)
+	if !ok || len(res) != len(cmds) {
+		return nil, fmt.Errorf("cluster: unexpected apply response %T", f.Response())
+	}
+	return res, nil
+}
+
+// IsLeader reports whether this node is the leader.
+func (n *Node) IsLeader() bool { return n.Raft.State() == raft.Leader }
+
+// LeaderID returns the current leader's id and raft address ("" when none).
+func (n *Node) LeaderID() (id, addr string) {
+	a, i := n.Raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// Ready reports whether the node has a leader and has applied its log up to
+// the commit index it knows.
+func (n *Node) Ready() bool {
+	_, id := n.Raft.LeaderWithID()
+	if id == "" {
+		return false
+	}
+	return n.FSM.AppliedIndex() >= n.Raft.CommitIndex() || n.Raft.AppliedIndex() >= n.Raft.CommitIndex()
+}
+
+// WaitLeader waits until some node leads or ctx ends.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, id := n.Raft.LeaderWithID(); id != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Barrier waits until every entry committed before it is applied locally.
+func (n *Node) Barrier(timeout time.Duration) error {
+	return n.Raft.Barrier(timeout).Error()
+}
+
+// Shutdown stops raft and closes the log.
+func (n *Node) Shutdown() error {
+	err := n.Raft.Shutdown().Error()
+	n.transport.Close()
+	if cerr := n.wal.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

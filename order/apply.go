@@ -1,0 +1,204 @@
+package order
+
+import "fmt"
+
+// Apply computes the effect of cmd on cur (nil when no such order exists).
+// It never mutates cur: the returned order is a new value when the outcome
+// changed anything, and cur itself otherwise. Apply is deterministic.
+//
+// The transition table is contract section 4; every other operation on an
+// existing order is refused as illegal in its status.
+func Apply(cur *Order, cmd *Command) (*Order, Outcome) {
+	if cmd.Kind == KindCreate {
+		return applyCreate(cur, cmd)
+	}
+	if cur == nil {
+		return nil, reject(RejectNotFound, "order_id", "order not found")
+	}
+	switch cmd.Kind {
+	case KindAuthOutcome:
+		return applyOutcome(cur, cmd)
+	case KindSettle:
+		return applySettle(cur, cmd)
+	case KindVoid:
+		return applyVoid(cur, cmd)
+	case KindRefund:
+		return applyRefund(cur, cmd)
+	}
+	// An unknown kind is a programming error on the leader; refuse it the
+	// same way on every replica rather than diverge.
+	return cur, reject(RejectIllegalStatus, "status", fmt.Sprintf("unknown operation %q", cmd.Kind))
+}
+
+func reject(kind RejectKind, attribute, message string) Outcome {
+	return Outcome{Reject: &Rejection{Kind: kind, Attribute: attribute, Message: message}}
+}
+
+func illegal(cur *Order, op string) (*Order, Outcome) {
+	return cur, reject(RejectIllegalStatus, "status",
+		fmt.Sprintf("order status is illegal for the %s operation", op))
+}
+
+// touch starts a change: a copy with the version and update time advanced.
+func touch(cur *Order, cmd *Command) *Order {
+	next := cur.Clone()
+	next.Version++
+	next.UpdatedAt = cmd.Time
+	return next
+}
+
+func applyCreate(cur *Order, cmd *Command) (*Order, Outcome) {
+	if cur != nil {
+		if cur.RequestHash == cmd.RequestHash {
+			return cur, Outcome{Replay: true, TxnID: firstTxnID(cur)}
+		}
+		return cur, reject(RejectConflict, "order_id",
+			"order_id has already been used with a different request")
+	}
+	c := cmd.Create
+	op := OpAuth
+	if c.SettleDelayHours == 0 {
+		op = OpSale
+	}
+	o := &Order{
+		Merchant:         cmd.Merchant,
+		ID:               cmd.OrderID,
+		Amount:           c.Amount,
+		Currency:         c.Currency,
+		Status:           StatusProcessing,
+		Description:      c.Description,
+		Descriptor:       c.Descriptor,
+		Website:          c.Website,
+		ProcessingMID:    c.ProcessingMID,
+		SubscriptionID:   c.SubscriptionID,
+		CallbackURL:      c.CallbackURL,
+		SuccessURL:       c.SuccessURL,
+		FailURL:          c.FailURL,
+		SettleDelayHours: c.SettleDelayHours,
+		Source:           c.Source,
+		RequestHash:      cmd.RequestHash,
+		CreatedAt:        cmd.Time,
+		UpdatedAt:        cmd.Time,
+		Version:          1,
+		Txns: []Transaction{{
+			ID: cmd.TxnID, CreatedAt: cmd.Time, UpdatedAt: cmd.Time,
+			Operation: op, Status: TxnCreated, Currency: c.Currency, Amount: c.Amount,
+		}},
+		Pending: &PendingAuth{TxnID: cmd.TxnID},
+	}
+	if c.ThreeDS != nil {
+		t := *c.ThreeDS
+		o.ThreeDS = &t
+		o.Pending.ThreeDS = &t
+	}
+	if o.Source.Billing != nil {
+		b := *o.Source.Billing
+		o.Source.Billing = &b
+	}
+	return o, Outcome{TxnID: cmd.TxnID, Created: true}
+}
+
+func firstTxnID(o *Order) string {
+	if len(o.Txns) == 0 {
+		return ""
+	}
+	return o.Txns[0].ID
+}
+
+func applyOutcome(cur *Order, cmd *Command) (*Order, Outcome) {
+	if cur.Status != StatusProcessing || cur.Pending == nil || cur.Pending.TxnID != cmd.TxnID {
+		// A second answer to the same authorisation (e.g. resumed after a
+		// restart that raced the first answer's commit) changes nothing.
+		return illegal(cur, "authorisation outcome")
+	}
+	r := cmd.Outcome
+	next := touch(cur, cmd)
+	next.Pending = nil
+	next.AVSCheck = r.AVSCheck
+	next.CVVCheck = r.CVVCheck
+	next.RiskDecision = r.RiskDecision
+	t := next.Txn(cmd.TxnID)
+	t.UpdatedAt = cmd.Time
+	if !r.Approved {
+		t.Status = TxnFail
+		next.Status = StatusDeclined
+		next.Decline = &Decline{Code: r.DeclineCode, Message: r.DeclineMessage}
+		return next, Outcome{TxnID: cmd.TxnID, StatusChanged: true}
+	}
+	t.Status = TxnSuccess
+	t.AuthCode = r.AuthCode
+	t.ARN = cmd.ARN
+	if r.PaymentToken != "" {
+		next.Source.PaymentToken = r.PaymentToken
+		next.Source.TokenExpiresAt = r.TokenExpiresAt
+	}
+	if t.Operation == OpSale {
+		next.Status = StatusSettled
+		next.SettledAmount = next.Amount
+	} else {
+		next.Status = StatusAuthorized
+		next.AutoSettleAt = r.AutoSettleAt
+	}
+	return next, Outcome{TxnID: cmd.TxnID, StatusChanged: true}
+}
+
+func applySettle(cur *Order, cmd *Command) (*Order, Outcome) {
+	if cur.Status != StatusAuthorized {
+		return illegal(cur, "settle")
+	}
+	amount := cmd.Amount
+	if cmd.Auto {
+		amount = cur.Amount
+	}
+	if amount <= 0 || amount > cur.Amount {
+		return cur, reject(RejectAmount, "amount",
+			fmt.Sprintf("amount should be between 1 and %d for the settle operation", cur.Amount))
+	}
+	next := touch(cur, cmd)
+	next.Status = StatusSettled
+	next.SettledAmount = amount
+	next.AutoSettleAt = 0
+	next.Txns = append(next.Txns, Transaction{
+		ID: cmd.TxnID, CreatedAt: cmd.Time, UpdatedAt: cmd.Time, Operation: OpSettle,
+		Status: TxnSuccess, Currency: cur.Currency, Amount: amount, ARN: cmd.ARN,
+	})
+	return next, Outcome{TxnID: cmd.TxnID, StatusChanged: true}
+}
+
+func applyVoid(cur *Order, cmd *Command) (*Order, Outcome) {
+	if cur.Status != StatusAuthorized {
+		return illegal(cur, "void")
+	}
+	next := touch(cur, cmd)
+	next.Status = StatusVoided
+	next.AutoSettleAt = 0
+	next.Txns = append(next.Txns, Transaction{
+		ID: cmd.TxnID, CreatedAt: cmd.Time, UpdatedAt: cmd.Time, Operation: OpVoid,
+		Status: TxnSuccess, Currency: cur.Currency, Amount: cur.Amount, ARN: cmd.ARN,
+	})
+	return next, Outcome{TxnID: cmd.TxnID, StatusChanged: true}
+}
+
+func applyRefund(cur *Order, cmd *Command) (*Order, Outcome) {
+	if cur.Status != StatusSettled {
+		return illegal(cur, "refund")
+	}
+	left := cur.SettledAmount - cur.RefundedAmount
+	if cmd.Amount <= 0 || cmd.Amount > left {
+		return cur, reject(RejectAmount, "amount",
+			fmt.Sprintf("amount should be between 1 and %d for the refund operation", left))
+	}
+	next := touch(cur, cmd)
+	next.RefundedAmount += cmd.Amount
+	out := Outcome{TxnID: cmd.TxnID}
+	if next.RefundedAmount == next.SettledAmount {
+		next.Status = StatusRefunded
+		out.StatusChanged = true
+	}
+	next.Txns = append(next.Txns, Transaction{
+		ID: cmd.TxnID, CreatedAt: cmd.Time, UpdatedAt: cmd.Time, Operation: OpRefund,
+		Status: TxnSuccess, Currency: cur.Currency, Amount: cmd.Amount, ARN: cmd.ARN,
+		RefundReasonCode: cmd.RefundReasonCode,
+	})
+	return next, out
+}

@@ -1,0 +1,117 @@
+package order
+
+// Kind names a command in the replicated log.
+type Kind string
+
+// Command kinds. Each is one state change of one order.
+const (
+	KindCreate      Kind = "create"       // charge or wallet payment accepted: the order starts processing
+	KindAuthOutcome Kind = "auth_outcome" // the acquirer answered an authorisation
+	KindSettle      Kind = "settle"       // manual settle, or automatic when Auto is set
+	KindVoid        Kind = "void"
+	KindRefund      Kind = "refund"
+)
+
+// Command is one state change, with every non-deterministic input decided
+// by the leader before proposing. It never carries a card number in clear or
+// a CVV: card data travels sealed by the vault (SealedCard) and is written to
+// the vault's own key space by the FSM, not to the order.
+type Command struct {
+	Kind     Kind   `json:"k"`
+	Time     int64  `json:"t"` // Unix nanoseconds, leader's clock
+	Merchant string `json:"m"`
+	OrderID  string `json:"o"`
+	// TxnID is the transaction the command creates (create, settle, void,
+	// refund) or answers (auth_outcome).
+	TxnID  string `json:"x,omitempty"`
+	Amount int64  `json:"a,omitempty"`
+	ARN    string `json:"arn,omitempty"`
+	// RefundReasonCode is the optional 4-digit reason of a refund.
+	RefundReasonCode string `json:"rr,omitempty"`
+	// Auto marks a settle started by the auto-settle schedule: it settles the
+	// full amount and is a no-op rejection if the order moved on.
+	Auto bool `json:"auto,omitempty"`
+	// IdempotencyKey and RequestHash make settle, void and refund repeatable
+	// (contract section 5). For create, RequestHash identifies the creating
+	// request so a repeat with the same body replays.
+	IdempotencyKey string `json:"ik,omitempty"`
+	RequestHash    string `json:"h,omitempty"`
+
+	Create  *CreateData  `json:"c,omitempty"`
+	Outcome *OutcomeData `json:"r,omitempty"`
+}
+
+// CreateData is the order as accepted from a charge or wallet request.
+type CreateData struct {
+	Amount           int64         `json:"amount"`
+	Currency         string        `json:"currency"`
+	Description      string        `json:"description,omitempty"`
+	Descriptor       string        `json:"descriptor,omitempty"`
+	Website          string        `json:"website,omitempty"`
+	ProcessingMID    string        `json:"processing_mid"`
+	SubscriptionID   string        `json:"subscription_id,omitempty"`
+	CallbackURL      string        `json:"callback_url,omitempty"`
+	SuccessURL       string        `json:"success_url,omitempty"`
+	FailURL          string        `json:"fail_url,omitempty"`
+	SettleDelayHours int64         `json:"settle_delay_hours"`
+	Source           PaymentSource `json:"source"`
+	// SealedCard is the vault blob of a card seen for the first time; the
+	// FSM stores it under Source.CardID. Empty for token payments.
+	SealedCard []byte `json:"sealed_card,omitempty"`
+	// ThreeDS is 3-D Secure data known at creation (external MPI).
+	ThreeDS *ThreeDS `json:"three_ds,omitempty"`
+}
+
+// OutcomeData is the acquirer's answer to an authorisation, plus what the
+// leader decided on approval (the token and the auto-settle time).
+type OutcomeData struct {
+	Approved       bool   `json:"approved"`
+	AuthCode       string `json:"auth_code,omitempty"`
+	AVSCheck       string `json:"avs,omitempty"`
+	CVVCheck       string `json:"cvv,omitempty"`
+	RiskDecision   string `json:"risk,omitempty"`
+	DeclineCode    string `json:"decline_code,omitempty"`
+	DeclineMessage string `json:"decline_message,omitempty"`
+	// PaymentToken is issued on approval of a card payment.
+	PaymentToken   string `json:"token,omitempty"`
+	TokenExpiresAt int64  `json:"token_expires_at,omitempty"`
+	// AutoSettleAt is when an authorised order settles by itself (0: never).
+	AutoSettleAt int64 `json:"auto_settle_at,omitempty"`
+}
+
+// RejectKind classifies a business rejection. Rejections are results, not
+// failures: every replica computes the same one and nothing changes.
+type RejectKind uint8
+
+// Rejection kinds; transport maps them to the error catalogue.
+const (
+	RejectNone          RejectKind = iota
+	RejectIllegalStatus            // 409 0.03
+	RejectAmount                   // 422 2.02
+	RejectConflict                 // 409 5.06
+	RejectNotFound                 // 404 2.05
+)
+
+// Rejection explains why a command changed nothing.
+type Rejection struct {
+	Kind      RejectKind
+	Attribute string
+	Message   string
+}
+
+// Outcome is what Apply did.
+type Outcome struct {
+	Reject *Rejection
+	// TxnID is the transaction the command created or answered.
+	TxnID string
+	// Replay is set when a create repeated an existing order's request:
+	// nothing changed and the current order is the answer.
+	Replay bool
+	// StatusChanged is set when the order's status moved (a notification is
+	// due), Created when the order came into existence.
+	StatusChanged bool
+	Created       bool
+}
+
+// Changed reports whether the order must be written.
+func (o Outcome) Changed() bool { return o.Reject == nil && !o.Replay }

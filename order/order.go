@@ -1,0 +1,190 @@
+// Package order is the pure order state machine: the data model of an order
+// and the one function, Apply, that moves it from state to state.
+//
+// It does no I/O and reads no clock or random source: every non-deterministic
+// input (time, transaction ids, acquirer answers, tokens) arrives inside the
+// Command, decided once by the leader before proposing. The order actor calls
+// Apply to decide before it proposes; the Raft FSM calls the same function to
+// apply the committed command, so every replica computes the same bytes.
+package order
+
+// Status is an order status (contract section 4).
+type Status string
+
+// Order statuses.
+const (
+	StatusCreated    Status = "created"
+	StatusProcessing Status = "processing"
+	StatusAuthorized Status = "authorized"
+	StatusDeclined   Status = "declined"
+	StatusSettled    Status = "settled"
+	StatusVoided     Status = "voided"
+	StatusRefunded   Status = "refunded"
+	StatusExpired    Status = "expired"
+)
+
+// TxnStatus is a transaction status (contract section 4).
+type TxnStatus string
+
+// Transaction statuses.
+const (
+	TxnCreated TxnStatus = "created"
+	TxnVerify  TxnStatus = "verify"
+	TxnSuccess TxnStatus = "success"
+	TxnFail    TxnStatus = "fail"
+)
+
+// Operation is a transaction type (interface 2.2).
+type Operation string
+
+// Transaction operations.
+const (
+	OpAuth   Operation = "auth"
+	OpSale   Operation = "sale"
+	OpSettle Operation = "settle"
+	OpVoid   Operation = "void"
+	OpRefund Operation = "refund"
+)
+
+// Transaction is one money movement inside an order (interface 2.2).
+// Times are Unix nanoseconds, decided by the leader.
+type Transaction struct {
+	ID               string    `json:"id"`
+	CreatedAt        int64     `json:"created_at"`
+	UpdatedAt        int64     `json:"updated_at"`
+	Operation        Operation `json:"operation"`
+	Status           TxnStatus `json:"status"`
+	Currency         string    `json:"currency"`
+	Amount           int64     `json:"amount"`
+	AuthCode         string    `json:"auth_code,omitempty"`
+	ARN              string    `json:"arn,omitempty"`
+	RefundReasonCode string    `json:"refund_reason_code,omitempty"`
+}
+
+// Decline is set on a declined order.
+type Decline struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ThreeDS is the 3-D Secure result object (interface 2.3).
+type ThreeDS struct {
+	Enrolled             string `json:"enrolled,omitempty"` // "Y"/"N": set when downgraded to non-secure
+	AuthenticationResult string `json:"authentication_result,omitempty"`
+	Version              string `json:"version,omitempty"`
+	ECI                  string `json:"eci,omitempty"`
+	XID                  string `json:"xid,omitempty"`
+	CAVV                 string `json:"cavv,omitempty"`
+}
+
+// Address is a billing address (interface 2.6).
+type Address struct {
+	Line1   string `json:"line1,omitempty"`
+	Line2   string `json:"line2,omitempty"`
+	City    string `json:"city,omitempty"`
+	State   string `json:"state,omitempty"`
+	Zip     string `json:"zip,omitempty"`
+	Country string `json:"country,omitempty"`
+}
+
+// PaymentSource is what the gateway may show of the instrument (interface
+// 2.5). It never holds a full card number or a CVV.
+type PaymentSource struct {
+	Type           string   `json:"type"`
+	CardID         string   `json:"card_id,omitempty"`
+	PaymentToken   string   `json:"payment_token,omitempty"`
+	TokenExpiresAt int64    `json:"token_expires_at,omitempty"` // Unix nanoseconds
+	Issuer         string   `json:"issuer,omitempty"`
+	BIN            string   `json:"bin,omitempty"`
+	Brand          string   `json:"card_brand,omitempty"`
+	CardType       string   `json:"card_type,omitempty"`
+	ExpMonth       string   `json:"card_exp_month,omitempty"`
+	ExpYear        string   `json:"card_exp_year,omitempty"`
+	HolderName     string   `json:"card_holder_name,omitempty"`
+	Masked         string   `json:"masked_card_number,omitempty"`
+	IssuerCountry  string   `json:"issuer_country,omitempty"`
+	Billing        *Address `json:"billing_address,omitempty"`
+}
+
+// Order is the stored state of one order. Merchant plus ID is its identity.
+type Order struct {
+	Merchant         string        `json:"merchant"`
+	ID               string        `json:"order_id"`
+	Amount           int64         `json:"amount"`
+	Currency         string        `json:"currency"`
+	Status           Status        `json:"status"`
+	SettledAmount    int64         `json:"settled_amount"`
+	RefundedAmount   int64         `json:"refunded_amount"`
+	Description      string        `json:"description,omitempty"`
+	Descriptor       string        `json:"descriptor,omitempty"`
+	Decline          *Decline      `json:"decline,omitempty"`
+	RiskDecision     string        `json:"risk_decision,omitempty"`
+	AVSCheck         string        `json:"avs_check,omitempty"`
+	CVVCheck         string        `json:"cvv_check,omitempty"`
+	ThreeDS          *ThreeDS      `json:"three_ds,omitempty"`
+	Website          string        `json:"website,omitempty"`
+	ProcessingMID    string        `json:"processing_mid,omitempty"`
+	SubscriptionID   string        `json:"subscription_id,omitempty"`
+	RedirectURL      string        `json:"redirect_url,omitempty"`
+	CallbackURL      string        `json:"callback_url,omitempty"`
+	SuccessURL       string        `json:"success_url,omitempty"`
+	FailURL          string        `json:"fail_url,omitempty"`
+	SettleDelayHours int64         `json:"settle_delay_hours"`
+	AutoSettleAt     int64         `json:"auto_settle_at,omitempty"` // Unix ns; 0 = none scheduled
+	Source           PaymentSource `json:"payment_source"`
+	Txns             []Transaction `json:"transactions"`
+	RequestHash      string        `json:"request_hash"` // keyed hash of the creating request, for idempotency
+	CreatedAt        int64         `json:"created_at"`
+	UpdatedAt        int64         `json:"updated_at"`
+	Version          uint64        `json:"version"` // number of applied changes; notification sequence
+	Pending          *PendingAuth  `json:"pending,omitempty"`
+}
+
+// PendingAuth records an authorisation that was accepted (status
+// processing) but whose acquirer answer is not yet applied. It is what a node
+// resumes after a restart or a leadership change.
+type PendingAuth struct {
+	TxnID string `json:"txn_id"`
+	// ThreeDS data to present to the acquirer, when authenticated.
+	ThreeDS *ThreeDS `json:"three_ds,omitempty"`
+}
+
+// Txn returns the transaction with the given id, or nil.
+func (o *Order) Txn(id string) *Transaction {
+	for i := range o.Txns {
+		if o.Txns[i].ID == id {
+			return &o.Txns[i]
+		}
+	}
+	return nil
+}
+
+// Clone returns a deep copy, so Apply never mutates its input.
+func (o *Order) Clone() *Order {
+	if o == nil {
+		return nil
+	}
+	c := *o
+	c.Txns = append([]Transaction(nil), o.Txns...)
+	if o.Decline != nil {
+		d := *o.Decline
+		c.Decline = &d
+	}
+	if o.ThreeDS != nil {
+		t := *o.ThreeDS
+		c.ThreeDS = &t
+	}
+	if o.Source.Billing != nil {
+		b := *o.Source.Billing
+		c.Source.Billing = &b
+	}
+	if o.Pending != nil {
+		p := *o.Pending
+		if p.ThreeDS != nil {
+			t := *p.ThreeDS
+			p.ThreeDS = &t
+		}
+		c.Pending = &p
+	}
+	return &c
+}

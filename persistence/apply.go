@@ -1,0 +1,195 @@
+package persistence
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/go-json-experiment/json"
+
+	"github.com/paygate/gateway/order"
+)
+
+// IdempotencyWindow is how long an Idempotency-Key replays its first answer.
+const IdempotencyWindow = 24 * time.Hour
+
+// Cmd is one command of the replicated log. Exactly one field is set.
+type Cmd struct {
+	Order    *order.Command `json:"o,omitempty"`
+	Merchant *Merchant      `json:"m,omitempty"`
+	Notify   *NotifyUpdate  `json:"n,omitempty"`
+}
+
+// Result is what applying a Cmd did; the proposer gets it back.
+type Result struct {
+	// Order is the order after the command (the unchanged order on a
+	// rejection or replay; nil when it does not exist).
+	Order   *order.Order
+	Outcome order.Outcome
+	// Replayed is the stored first answer of an Idempotency-Key repeat.
+	Replayed *IdemRecord
+	// Notification is set when applying a NotifyUpdate.
+	Notification *Notification
+	Err          error
+}
+
+// Batch is one Pebble batch: the effects of one Raft batch, applied by the
+// FSM and committed at once. Reads through the batch see its own writes.
+type Batch struct {
+	s *Store
+	b *pebble.Batch
+	// Created lists the notifications this batch put in the outbox, for the
+	// dispatcher to pick up after commit.
+	Created []*Notification
+}
+
+// NewBatch starts a batch.
+func (s *Store) NewBatch() *Batch {
+	return &Batch{s: s, b: s.db.NewIndexedBatch()}
+}
+
+// Commit writes the batch with the Raft index it brings the store to. It
+// does not fsync: the Raft log is the durable record, and entries after the
+// persisted applied index are re-applied on restart (see DESIGN.md).
+func (b *Batch) Commit(appliedIndex uint64) error {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], appliedIndex)
+	if err := b.b.Set(keyApplied, v[:], nil); err != nil {
+		return err
+	}
+	return b.b.Commit(pebble.NoSync)
+}
+
+// Close releases the batch.
+func (b *Batch) Close() { b.b.Close() }
+
+func (b *Batch) putJSON(key []byte, v any) {
+	data, err := json.Marshal(v, json.Deterministic(true))
+	if err != nil {
+		panic(fmt.Sprintf("persistence: encode %q: %v", key[:2], err))
+	}
+	b.set(key, data)
+}
+
+// set and del panic on failure: a replica that cannot write its state must
+// stop rather than diverge silently (business rejections are results, storage
+// failures are fatal).
+func (b *Batch) set(key, value []byte) {
+	if err := b.b.Set(key, value, nil); err != nil {
+		panic(fmt.Sprintf("persistence: set: %v", err))
+	}
+}
+
+func (b *Batch) del(key []byte) {
+	if err := b.b.Delete(key, nil); err != nil {
+		panic(fmt.Sprintf("persistence: delete: %v", err))
+	}
+}
+
+// Apply applies one command. It is deterministic: the same command on the
+// same state gives the same writes and result on every replica.
+func (b *Batch) Apply(c *Cmd) Result {
+	switch {
+	case c.Order != nil:
+		return b.applyOrder(c.Order)
+	case c.Merchant != nil:
+		b.putJSON(append([]byte(prefixMerchant), c.Merchant.ID...), c.Merchant)
+		return Result{}
+	case c.Notify != nil:
+		return b.applyNotify(c.Notify)
+	}
+	return Result{Err: fmt.Errorf("empty command")}
+}
+
+func (b *Batch) applyOrder(cmd *order.Command) Result {
+	if cmd.IdempotencyKey != "" {
+		rec, err := getJSON[IdemRecord](b.b, refKey(prefixIdem, cmd.Merchant, cmd.IdempotencyKey))
+		if err != nil {
+			panic(fmt.Sprintf("persistence: read idempotency record: %v", err))
+		}
+		if rec != nil && cmd.Time-rec.CreatedAt < int64(IdempotencyWindow) {
+			if rec.RequestHash == cmd.RequestHash {
+				return Result{Replayed: rec}
+			}
+			return Result{Outcome: order.Outcome{Reject: &order.Rejection{
+				Kind: order.RejectConflict, Attribute: "idempotency-key",
+				Message: "Idempotency-Key has already been used with a different request",
+			}}}
+		}
+	}
+	cur, err := getJSON[order.Order](b.b, orderKey(cmd.Merchant, cmd.OrderID))
+	if err != nil {
+		panic(fmt.Sprintf("persistence: read order: %v", err))
+	}
+	next, out := order.Apply(cur, cmd)
+	if !out.Changed() {
+		return Result{Order: cur, Outcome: out}
+	}
+	b.putOrder(cur, next)
+	b.applySideEffects(cmd, next, out)
+	if cmd.IdempotencyKey != "" {
+		b.putJSON(refKey(prefixIdem, cmd.Merchant, cmd.IdempotencyKey), &IdemRecord{
+			RequestHash: cmd.RequestHash, CreatedAt: cmd.Time, Status: 200,
+			Response: order.NewView(next, order.WithTxn, out.TxnID).Marshal(),
+		})
+	}
+	return Result{Order: next, Outcome: out}
+}
+
+// putOrder writes the order and keeps its secondary indexes in step: the
+// pending-authorisation set and the auto-settle schedule.
+func (b *Batch) putOrder(cur, next *order.Order) {
+	b.putJSON(orderKey(next.Merchant, next.ID), next)
+	pk := refKey(prefixPending, next.Merchant, next.ID)
+	if next.Pending != nil {
+		b.set(pk, []byte(next.Pending.TxnID))
+	} else if cur != nil && cur.Pending != nil {
+		b.del(pk)
+	}
+	var oldDue int64
+	if cur != nil {
+		oldDue = cur.AutoSettleAt
+	}
+	if oldDue != next.AutoSettleAt {
+		ref := refKey("", next.Merchant, next.ID)
+		if oldDue != 0 {
+			b.del(timedKey(prefixSettle, oldDue, ref))
+		}
+		if next.AutoSettleAt != 0 {
+			b.set(timedKey(prefixSettle, next.AutoSettleAt, ref), nil)
+		}
+	}
+}
+
+// applySideEffects writes what a change brings beside the order: the sealed
+// card of a first payment, the token of an approved one, and the
+// notification of a status change (the transactional outbox).
+func (b *Batch) applySideEffects(cmd *order.Command, next *order.Order, out order.Outcome) {
+	if cmd.Kind == order.KindCreate && len(cmd.Create.SealedCard) > 0 {
+		b.set(append([]byte(prefixCard), next.Source.CardID...), cmd.Create.SealedCard)
+	}
+	if cmd.Kind == order.KindAuthOutcome && cmd.Outcome.PaymentToken != "" {
+		b.putJSON(append([]byte(prefixToken), cmd.Outcome.PaymentToken...), &TokenRecord{
+			Merchant: next.Merchant, CardID: next.Source.CardID,
+			ExpiresAt: cmd.Outcome.TokenExpiresAt, Source: next.Source,
+		})
+	}
+	if out.StatusChanged && next.CallbackURL != "" {
+		b.addNotification(next, cmd.Time)
+	}
+}
+
+// NotificationID is deterministic: the order and its version name it.
+func NotificationID(merchant, orderID string, version uint64) string {
+	h := sha256.New()
+	h.Write([]byte(merchant))
+	h.Write([]byte{0})
+	h.Write([]byte(orderID))
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], version)
+	h.Write(v[:])
+	return "ntf_" + hex.EncodeToString(h.Sum(nil)[:12])
+}

@@ -1,0 +1,199 @@
+package persistence
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/paygate/gateway/order"
+)
+
+// NotifyState is where a notification's delivery stands.
+type NotifyState string
+
+// Notification delivery states.
+const (
+	NotifyPending   NotifyState = "pending"
+	NotifyDelivered NotifyState = "delivered"
+	NotifyFailed    NotifyState = "failed"
+)
+
+// attemptsMax bounds the attempt history kept per notification: the
+// schedule has nine attempts; the rest is room for operator redeliveries.
+const attemptsMax = 32
+
+// Notification is one order-status notification in the outbox. It is written
+// in the same batch as the status change it reports, and its delivery
+// schedule is replicated, so any leader continues it where it stood.
+type Notification struct {
+	ID          string       `json:"id"`
+	Merchant    string       `json:"merchant"`
+	OrderID     string       `json:"order_id"`
+	OrderStatus order.Status `json:"order_status"`
+	URL         string       `json:"url"`
+	Body        []byte       `json:"body"`
+	CreatedAt   int64        `json:"created_at"`
+	State       NotifyState  `json:"state"`
+	// FirstAttemptAt anchors the retry offsets (contract section 6).
+	FirstAttemptAt int64           `json:"first_attempt_at,omitempty"`
+	NextDueAt      int64           `json:"next_due_at,omitempty"`
+	Attempts       []AttemptRecord `json:"attempts,omitempty"`
+}
+
+// AttemptRecord is one delivery attempt.
+type AttemptRecord struct {
+	At         int64  `json:"at"`
+	HTTPCode   int    `json:"http_code,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationNs int64  `json:"duration_ns"`
+}
+
+// NotifyUpdate is a replicated change to a notification: an attempt's
+// result with the next due time decided by the leader, or a redelivery.
+type NotifyUpdate struct {
+	ID        string         `json:"id"`
+	Time      int64          `json:"t"`
+	Attempt   *AttemptRecord `json:"attempt,omitempty"`
+	Delivered bool           `json:"delivered,omitempty"`
+	// NextDueAt is the next attempt's time; 0 with !Delivered marks the
+	// delivery failed (the schedule is exhausted).
+	NextDueAt int64 `json:"next_due_at,omitempty"`
+	// Redeliver restarts delivery now with a fresh schedule (operator).
+	Redeliver bool `json:"redeliver,omitempty"`
+}
+
+func notifyKey(id string) []byte { return append([]byte(prefixNotify), id...) }
+
+func (b *Batch) addNotification(o *order.Order, now int64) {
+	n := &Notification{
+		ID:          NotificationID(o.Merchant, o.ID, o.Version),
+		Merchant:    o.Merchant,
+		OrderID:     o.ID,
+		OrderStatus: o.Status,
+		URL:         o.CallbackURL,
+		Body:        order.NewView(o, order.WithAllTxns, "").Marshal(),
+		CreatedAt:   now,
+		State:       NotifyPending,
+		NextDueAt:   now,
+	}
+	b.putJSON(notifyKey(n.ID), n)
+	b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), nil)
+	b.Created = append(b.Created, n)
+}
+
+func (b *Batch) applyNotify(u *NotifyUpdate) Result {
+	n, err := getJSON[Notification](b.b, notifyKey(u.ID))
+	if err != nil {
+		panic(fmt.Sprintf("persistence: read notification: %v", err))
+	}
+	if n == nil {
+		return Result{Err: fmt.Errorf("notification %s not found", u.ID)}
+	}
+	if n.State == NotifyPending {
+		b.del(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)))
+	}
+	switch {
+	case u.Redeliver:
+		n.State = NotifyPending
+		n.FirstAttemptAt = 0
+		n.NextDueAt = u.Time
+	case n.State != NotifyPending:
+		// A late result for a delivery already settled: keep the record as
+		// it is (at-least-once means a duplicate send is possible, never a
+		// lost one).
+		return Result{Notification: n}
+	default:
+		if u.Attempt != nil {
+			if n.FirstAttemptAt == 0 {
+				n.FirstAttemptAt = u.Attempt.At
+			}
+			n.Attempts = append(n.Attempts, *u.Attempt)
+			if len(n.Attempts) > attemptsMax {
+				n.Attempts = n.Attempts[len(n.Attempts)-attemptsMax:]
+			}
+		}
+		switch {
+		case u.Delivered:
+			n.State = NotifyDelivered
+			n.NextDueAt = 0
+		case u.NextDueAt == 0:
+			n.State = NotifyFailed
+		default:
+			n.NextDueAt = u.NextDueAt
+		}
+	}
+	b.putJSON(notifyKey(n.ID), n)
+	if n.State == NotifyPending {
+		b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), nil)
+	}
+	return Result{Notification: n}
+}
+
+// Notification returns a notification by id, or nil.
+func (s *Store) Notification(id string) (*Notification, error) {
+	return getJSON[Notification](s.db, notifyKey(id))
+}
+
+// DueNotifications lists up to limit pending notifications due at or before now.
+func (s *Store) DueNotifications(now int64, limit int) ([]*Notification, error) {
+	var ids []string
+	err := s.scan([]byte(prefixDue), timedKey(prefixDue, now+1, nil), func(k, _ []byte) bool {
+		ids = append(ids, string(k[len(prefixDue)+8:]))
+		return len(ids) < limit
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Notification, 0, len(ids))
+	for _, id := range ids {
+		n, err := s.Notification(id)
+		if err != nil {
+			return nil, err
+		}
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// NextNotificationDue returns the earliest due time in the queue, or 0.
+func (s *Store) NextNotificationDue() (int64, error) {
+	var due int64
+	err := s.scan([]byte(prefixDue), prefixEnd(prefixDue), func(k, _ []byte) bool {
+		due = int64(binary.BigEndian.Uint64(k[len(prefixDue):]))
+		return false
+	})
+	return due, err
+}
+
+// PendingNotificationCount is the depth of the delivery queue.
+func (s *Store) PendingNotificationCount() (int, error) {
+	n := 0
+	err := s.scan([]byte(prefixDue), prefixEnd(prefixDue), func(_, _ []byte) bool {
+		n++
+		return true
+	})
+	return n, err
+}
+
+// Notifications lists a merchant's notifications, optionally for one order.
+// It scans the outbox: an operator's view, not a hot path.
+func (s *Store) Notifications(merchant, orderID string, limit int) ([]*Notification, error) {
+	var out []*Notification
+	var derr error
+	err := s.scan([]byte(prefixNotify), prefixEnd(prefixNotify), func(_, v []byte) bool {
+		n, err := decodeNotification(v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		if (merchant == "" || n.Merchant == merchant) && (orderID == "" || n.OrderID == orderID) {
+			out = append(out, n)
+		}
+		return len(out) < limit
+	})
+	if err == nil {
+		err = derr
+	}
+	return out, err
+}

@@ -1,0 +1,274 @@
+// Package persistence is the gateway's state on disk: a Pebble database that
+// the Raft FSM writes (one Pebble batch per Raft batch) and the rest of the
+// node reads. See DESIGN.md for the key layout and the durability argument.
+package persistence
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/go-json-experiment/json"
+
+	"github.com/paygate/gateway/order"
+)
+
+// Key prefixes. One byte each so scans are cheap and the layout is obvious.
+const (
+	prefixMeta     = "a/" // a/applied: last applied Raft index
+	prefixOrder    = "o/" // o/<merchant>\x00<order_id> → order JSON
+	prefixMerchant = "m/" // m/<merchant_id> → Merchant JSON
+	prefixCard     = "c/" // c/<card_id> → vault blob (PAN sealed, never a CVV)
+	prefixToken    = "t/" // t/<payment_token> → TokenRecord JSON
+	prefixIdem     = "k/" // k/<merchant>\x00<idempotency key> → IdemRecord JSON
+	prefixSettle   = "s/" // s/<due ns BE><merchant>\x00<order_id> → "" (auto-settle schedule)
+	prefixPending  = "p/" // p/<merchant>\x00<order_id> → txn id (authorisation awaiting the acquirer)
+	prefixNotify   = "w/" // w/<notification id> → Notification JSON
+	prefixDue      = "q/" // q/<due ns BE><notification id> → "" (webhook queue)
+)
+
+var keyApplied = []byte(prefixMeta + "applied")
+
+// Store is the Pebble database. Reads are safe from any goroutine; writes
+// happen only through Batch, from the Raft FSM's single goroutine.
+type Store struct {
+	db *pebble.DB
+}
+
+// Open opens or creates the store in dir.
+func Open(dir string, logger *slog.Logger) (*Store, error) {
+	opts := &pebble.Options{
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{logger},
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open pebble: %w", err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Sync makes every committed write durable (used before a Raft snapshot).
+func (s *Store) Sync() error {
+	return s.db.LogData(nil, pebble.Sync)
+}
+
+// AppliedIndex is the last Raft index whose effects are in the store.
+func (s *Store) AppliedIndex() (uint64, error) {
+	v, err := get(s.db, keyApplied)
+	if err != nil || v == nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// reader is what Store and Batch share for reads.
+type reader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+// get returns a copy of the value, or nil when the key is absent.
+func get(r reader, key []byte) ([]byte, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, nil
+}
+
+func getJSON[T any](r reader, key []byte) (*T, error) {
+	v, err := get(r, key)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	var out T
+	if err := json.Unmarshal(v, &out); err != nil {
+		return nil, fmt.Errorf("decode %q: %w", key[:2], err)
+	}
+	return &out, nil
+}
+
+func orderKey(merchant, id string) []byte {
+	k := make([]byte, 0, len(prefixOrder)+len(merchant)+1+len(id))
+	k = append(k, prefixOrder...)
+	k = append(k, merchant...)
+	k = append(k, 0)
+	return append(k, id...)
+}
+
+func refKey(prefix, merchant, id string) []byte {
+	k := append([]byte(prefix), merchant...)
+	k = append(k, 0)
+	return append(k, id...)
+}
+
+func timedKey(prefix string, due int64, rest []byte) []byte {
+	k := make([]byte, 0, len(prefix)+8+len(rest))
+	k = append(k, prefix...)
+	k = binary.BigEndian.AppendUint64(k, uint64(due))
+	return append(k, rest...)
+}
+
+// GetOrder returns the order, or nil when it does not exist.
+func (s *Store) GetOrder(merchant, id string) (*order.Order, error) {
+	return getJSON[order.Order](s.db, orderKey(merchant, id))
+}
+
+// OrderRef names an order.
+type OrderRef struct {
+	Merchant string
+	OrderID  string
+}
+
+func splitRef(b []byte) OrderRef {
+	for i, c := range b {
+		if c == 0 {
+			return OrderRef{Merchant: string(b[:i]), OrderID: string(b[i+1:])}
+		}
+	}
+	return OrderRef{OrderID: string(b)}
+}
+
+// DueSettlements lists up to limit orders whose auto-settle time is <= now.
+func (s *Store) DueSettlements(now int64, limit int) ([]OrderRef, error) {
+	var out []OrderRef
+	err := s.scan([]byte(prefixSettle), timedKey(prefixSettle, now+1, nil), func(k, _ []byte) bool {
+		out = append(out, splitRef(k[len(prefixSettle)+8:]))
+		return len(out) < limit
+	})
+	return out, err
+}
+
+// NextSettlement returns the earliest scheduled auto-settle time, or 0.
+func (s *Store) NextSettlement() (int64, error) {
+	var due int64
+	err := s.scan([]byte(prefixSettle), prefixEnd(prefixSettle), func(k, _ []byte) bool {
+		due = int64(binary.BigEndian.Uint64(k[len(prefixSettle):]))
+		return false
+	})
+	return due, err
+}
+
+// PendingAuths lists every order whose authorisation awaits the acquirer.
+func (s *Store) PendingAuths() ([]OrderRef, error) {
+	var out []OrderRef
+	err := s.scan([]byte(prefixPending), prefixEnd(prefixPending), func(k, _ []byte) bool {
+		out = append(out, splitRef(k[len(prefixPending):]))
+		return true
+	})
+	return out, err
+}
+
+func prefixEnd(prefix string) []byte {
+	b := []byte(prefix)
+	b[len(b)-1]++
+	return b
+}
+
+// scan calls fn for each key in [lo, hi) until fn returns false.
+func (s *Store) scan(lo, hi []byte, fn func(k, v []byte) bool) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if !fn(it.Key(), it.Value()) {
+			break
+		}
+	}
+	return it.Close()
+}
+
+// Card returns the sealed card blob, or nil.
+func (s *Store) Card(cardID string) ([]byte, error) {
+	return get(s.db, append([]byte(prefixCard), cardID...))
+}
+
+// TokenRecord is a payment token: which merchant may use which card.
+type TokenRecord struct {
+	Merchant  string              `json:"merchant"`
+	CardID    string              `json:"card_id"`
+	ExpiresAt int64               `json:"expires_at"` // Unix ns
+	Source    order.PaymentSource `json:"source"`     // masked details to show on token payments
+}
+
+// Token returns the token record, or nil.
+func (s *Store) Token(token string) (*TokenRecord, error) {
+	return getJSON[TokenRecord](s.db, append([]byte(prefixToken), token...))
+}
+
+// IdemRecord is the first answer to a request with an Idempotency-Key.
+type IdemRecord struct {
+	RequestHash string `json:"h"`
+	CreatedAt   int64  `json:"t"`
+	Status      int    `json:"s"` // HTTP status of the first answer
+	Response    []byte `json:"r"` // body of the first answer
+}
+
+// Idempotency returns the record for a merchant's key, or nil.
+func (s *Store) Idempotency(merchant, key string) (*IdemRecord, error) {
+	return getJSON[IdemRecord](s.db, refKey(prefixIdem, merchant, key))
+}
+
+// Merchant is a merchant account. Secrets are vault-sealed.
+type Merchant struct {
+	ID                  string `json:"id"`
+	Name                string `json:"name,omitempty"`
+	APIPublicKey        string `json:"api_public_key"`
+	APISecretSealed     []byte `json:"api_secret_sealed"`
+	WebhookPublicKey    string `json:"webhook_public_key"`
+	WebhookSecretSealed []byte `json:"webhook_secret_sealed"`
+	RateLimitRPS        int    `json:"rate_limit_rps"`
+	CreatedAt           int64  `json:"created_at"`
+}
+
+// Merchants lists every merchant.
+func (s *Store) Merchants() ([]Merchant, error) {
+	var out []Merchant
+	var derr error
+	err := s.scan([]byte(prefixMerchant), prefixEnd(prefixMerchant), func(_, v []byte) bool {
+		var m Merchant
+		if derr = json.Unmarshal(v, &m); derr != nil {
+			return false
+		}
+		out = append(out, m)
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return out, err
+}
+
+// pebbleLogger routes Pebble's logging to slog.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	panic(fmt.Sprintf(format, args...))
+}
+
+func decodeNotification(v []byte) (*Notification, error) {
+	var n Notification
+	if err := json.Unmarshal(v, &n); err != nil {
+		return nil, fmt.Errorf("decode notification: %w", err)
+	}
+	return &n, nil
+}

@@ -1,0 +1,196 @@
+// Package vault protects card data at rest (contract section 8).
+//
+// Card data is sealed with envelope encryption: every Seal draws a fresh
+// random 256-bit data key, encrypts the plaintext under it with AES-256-GCM,
+// and wraps the data key with AES-256-GCM under the key-encryption key (KEK)
+// given to New. The result is a single self-describing blob:
+//
+//	offset  size  field
+//	0       1     format version (1)
+//	1       8     key id: first 8 bytes of SHA-256(KEK)
+//	9       12    nonce of the wrapped data key
+//	21      48    wrapped data key (32 bytes + 16-byte GCM tag)
+//	69      12    nonce of the data ciphertext
+//	81      n+16  ciphertext of the plaintext (+ GCM tag)
+//
+// The caller's additional authenticated data (AAD), e.g. merchant id and card
+// id, is bound into both GCM operations together with the blob header, so a
+// blob copied to another record, or with any byte altered, fails to open.
+// The key id lets a future version select among several KEKs for rotation.
+//
+// The card verification value has no place here: Card has no CVV field and
+// nothing in this package stores one.
+package vault
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+)
+
+// KeySize is the size in bytes of the key-encryption key and of data keys.
+const KeySize = 32
+
+// KeyIDSize is the size in bytes of the key id stored in each blob.
+const KeyIDSize = 8
+
+const (
+	version1    = 1
+	nonceSize   = 12
+	tagSize     = 16
+	wrappedSize = KeySize + tagSize
+	headerSize  = 1 + KeyIDSize
+	offWrapNon  = headerSize
+	offWrapped  = offWrapNon + nonceSize
+	offDataNon  = offWrapped + wrappedSize
+	offData     = offDataNon + nonceSize
+	minBlobSize = offData + tagSize
+)
+
+// Errors returned by Open. They never include key or plaintext material.
+var (
+	// ErrMalformed reports a blob that is truncated or of an unknown version.
+	ErrMalformed = errors.New("vault: malformed blob")
+	// ErrUnknownKey reports a blob sealed under a different key-encryption key.
+	ErrUnknownKey = errors.New("vault: blob sealed under an unknown key")
+	// ErrDecrypt reports a blob that failed authentication: tampered, or
+	// opened with AAD other than the one it was sealed with.
+	ErrDecrypt = errors.New("vault: blob failed authentication")
+)
+
+// Vault seals and opens data under one key-encryption key. It is safe for
+// concurrent use.
+type Vault struct {
+	kek   cipher.AEAD
+	keyID [KeyIDSize]byte
+}
+
+// New returns a Vault for a 32-byte (AES-256) key-encryption key. The key
+// bytes are not retained beyond the cipher's expanded key schedule.
+func New(kek []byte) (*Vault, error) {
+	if len(kek) != KeySize {
+		return nil, fmt.Errorf("vault: key-encryption key must be %d bytes, got %d", KeySize, len(kek))
+	}
+	aead, err := newGCM(kek)
+	if err != nil {
+		return nil, err
+	}
+	v := &Vault{kek: aead}
+	v.keyID = KeyID(kek)
+	return v, nil
+}
+
+// KeyID returns the key id recorded in blobs sealed under kek: the first 8
+// bytes of its SHA-256 digest.
+func KeyID(kek []byte) [KeyIDSize]byte {
+	sum := sha256.Sum256(kek)
+	var id [KeyIDSize]byte
+	copy(id[:], sum[:KeyIDSize])
+	return id
+}
+
+// KeyID returns the id of the vault's key-encryption key.
+func (v *Vault) KeyID() [KeyIDSize]byte { return v.keyID }
+
+func newGCM(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("vault: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("vault: %w", err)
+	}
+	return aead, nil
+}
+
+// boundAAD is the AAD given to both GCM operations: the blob header followed
+// by the caller's AAD. Binding the header means the version and key id cannot
+// be altered either.
+func boundAAD(header, aad []byte) []byte {
+	b := make([]byte, 0, len(header)+len(aad))
+	b = append(b, header...)
+	return append(b, aad...)
+}
+
+// Seal encrypts plaintext bound to aad and returns a self-describing blob.
+// Two seals of the same input differ (fresh data key and nonces).
+func (v *Vault) Seal(plaintext, aad []byte) ([]byte, error) {
+	dataKey := make([]byte, KeySize)
+	defer clear(dataKey)
+	if _, err := rand.Read(dataKey); err != nil {
+		return nil, fmt.Errorf("vault: random data key: %w", err)
+	}
+	dataAEAD, err := newGCM(dataKey)
+	if err != nil {
+		return nil, err
+	}
+
+	var header [headerSize]byte
+	header[0] = version1
+	copy(header[1:], v.keyID[:])
+	var nonces [2 * nonceSize]byte
+	if _, err := rand.Read(nonces[:]); err != nil {
+		return nil, fmt.Errorf("vault: random nonce: %w", err)
+	}
+	wrapNonce, dataNonce := nonces[:nonceSize], nonces[nonceSize:]
+	bound := boundAAD(header[:], aad)
+
+	blob := make([]byte, 0, offData+len(plaintext)+tagSize)
+	blob = append(blob, header[:]...)
+	blob = append(blob, wrapNonce...)
+	blob = v.kek.Seal(blob, wrapNonce, dataKey, bound)
+	blob = append(blob, dataNonce...)
+	blob = dataAEAD.Seal(blob, dataNonce, plaintext, bound)
+	return blob, nil
+}
+
+// Open authenticates and decrypts a blob made by Seal with the same aad.
+// It fails with ErrMalformed, ErrUnknownKey or ErrDecrypt.
+func (v *Vault) Open(blob, aad []byte) ([]byte, error) {
+	if len(blob) < minBlobSize || blob[0] != version1 {
+		return nil, ErrMalformed
+	}
+	if !bytes.Equal(blob[1:headerSize], v.keyID[:]) {
+		return nil, ErrUnknownKey
+	}
+	bound := boundAAD(blob[:headerSize], aad)
+
+	dataKey, err := v.kek.Open(nil, blob[offWrapNon:offWrapped], blob[offWrapped:offDataNon], bound)
+	if err != nil {
+		return nil, ErrDecrypt
+	}
+	defer clear(dataKey)
+	dataAEAD, err := newGCM(dataKey)
+	if err != nil {
+		return nil, err
+	}
+	plaintext, err := dataAEAD.Open(nil, blob[offDataNon:offData], blob[offData:], bound)
+	if err != nil {
+		return nil, ErrDecrypt
+	}
+	return plaintext, nil
+}
+
+// AAD joins parts (e.g. merchant id and card id) into an unambiguous AAD
+// value: each part is length-prefixed, so ("ab","c") and ("a","bc") differ.
+func AAD(parts ...string) []byte {
+	n := 0
+	for _, p := range parts {
+		n += 4 + len(p)
+	}
+	b := make([]byte, 0, n)
+	for _, p := range parts {
+		b = appendUint32(b, uint32(len(p)))
+		b = append(b, p...)
+	}
+	return b
+}
+
+func appendUint32(b []byte, v uint32) []byte {
+	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}

@@ -1,0 +1,244 @@
+// Package acquirer connects the gateway to the card acquirer (contract
+// section 7). The acquirer sits behind the Acquirer interface; Sandbox is its
+// first implementation, deciding each outcome by the card number, with a
+// configurable answer latency.
+//
+// Authorize is idempotent on AuthRequest.Reference (the gateway's transaction
+// id): a reference is bound to the result of its first authorisation, and any
+// later call with it returns that result without authorising again. A new
+// attempt (e.g. after 3-D Secure) therefore needs a new reference.
+//
+// Card data in requests is never logged or kept by this package; the sandbox
+// remembers only the result per reference.
+package acquirer
+
+import (
+	"context"
+	"strings"
+)
+
+// Decline codes (contract section 3).
+const (
+	CodeInvalidCVV          = "2.06"
+	CodeCardExpired         = "2.09"
+	CodeInsufficientFunds   = "3.02"
+	CodeDoNotHonour         = "3.08"
+	CodeBlockedByRisk       = "4.01"
+	Code3DSFailed           = "5.01"
+	CodeAcquirerUnreachable = "6.02"
+)
+
+// Decline messages matching the codes above.
+const (
+	MsgInvalidCVV          = "Invalid CVV"
+	MsgCardExpired         = "Card expired"
+	MsgInsufficientFunds   = "Insufficient funds"
+	MsgDoNotHonour         = "Do not honour"
+	MsgBlockedByRisk       = "Blocked by risk rules"
+	Msg3DSFailed           = "3-D Secure authentication failed or required"
+	MsgAcquirerUnreachable = "Acquirer unreachable"
+)
+
+// Risk decisions reported in AuthResult.RiskDecision.
+const (
+	RiskAccept  = "accept"
+	RiskDecline = "decline"
+)
+
+// AVS and CVV check letters used by the sandbox.
+const (
+	AVSMatch       = "Y" // address matches
+	AVSUnavailable = "U" // address not verified (acquirer not reached)
+
+	CVVMatch        = "M" // CVV matches
+	CVVNoMatch      = "N" // CVV does not match
+	CVVNotProcessed = "P" // no CVV supplied, or not processed
+)
+
+// ThreeDSData is the outcome of 3-D Secure authentication, from the gateway's
+// own flow or an external MPI. The zero value means no authentication.
+type ThreeDSData struct {
+	Authenticated   bool
+	ECI             string
+	CAVV            string
+	XID             string
+	DSTransactionID string
+	Version         string
+}
+
+// AuthRequest is one authorisation request.
+type AuthRequest struct {
+	// Reference is the gateway's transaction id: the acquirer's idempotency
+	// reference.
+	Reference string
+
+	PAN        string
+	ExpMonth   string
+	ExpYear    string
+	HolderName string
+	// CVV may be empty (e.g. a payment resumed after a restart: the CVV is
+	// never stored).
+	CVV string
+
+	Amount     int64 // smallest currency unit
+	Currency   string
+	Descriptor string
+	MerchantID string
+
+	// ThreeDS carries 3-D Secure or external MPI data; zero value = none.
+	ThreeDS ThreeDSData
+	// Cryptogram and ECI carry wallet CRYPTOGRAM_3DS data; may be empty.
+	Cryptogram string
+	ECI        string
+}
+
+// AuthResult is the acquirer's answer to an authorisation.
+type AuthResult struct {
+	Approved       bool
+	AuthCode       string // 6 uppercase alphanumerics when approved, else empty
+	ARN            string // acquirer reference number, 23 digits, when approved
+	AVSCheck       string // one letter
+	CVVCheck       string // one letter
+	DeclineCode    string // contract section 3 decline code when declined
+	DeclineMessage string
+	RiskDecision   string // RiskAccept or RiskDecline
+}
+
+// Enrollment is the issuer's 3-D Secure enrolment for a card.
+type Enrollment int
+
+const (
+	// NotApplicable: an ordinary card, no 3-D Secure enrolment information.
+	NotApplicable Enrollment = iota
+	// Enrolled: the issuer requires a 3-D Secure challenge.
+	Enrolled
+	// NotEnrolled: the issuer does not take part in 3-D Secure; the caller
+	// decides whether to proceed non-secure.
+	NotEnrolled
+)
+
+// String returns "enrolled", "not_enrolled" or "not_applicable".
+func (e Enrollment) String() string {
+	switch e {
+	case Enrolled:
+		return "enrolled"
+	case NotEnrolled:
+		return "not_enrolled"
+	case NotApplicable:
+		return "not_applicable"
+	}
+	return "unknown"
+}
+
+// Letter returns the one-letter form used in three_ds.enrolled: "Y", "N", or
+// "U" when not applicable.
+func (e Enrollment) Letter() string {
+	switch e {
+	case Enrolled:
+		return "Y"
+	case NotEnrolled:
+		return "N"
+	}
+	return "U"
+}
+
+// CardInfo is the BIN lookup result for a card number.
+type CardInfo struct {
+	Brand   string // BrandVisa, BrandMastercard, ...
+	Issuer  string
+	Type    string // TypeCredit, TypeDebit, TypePrepaid or TypeCharge
+	Country string // ISO 3166-1 alpha-2
+}
+
+// Card brands reported in CardInfo.Brand.
+const (
+	BrandVisa       = "visa"
+	BrandMastercard = "mastercard"
+	BrandAmex       = "amex"
+	BrandDiscover   = "discover"
+	BrandJCB        = "jcb"
+	BrandUnknown    = "unknown"
+)
+
+// Card types reported in CardInfo.Type.
+const (
+	TypeCredit  = "Credit"
+	TypeDebit   = "Debit"
+	TypePrepaid = "Prepaid"
+	TypeCharge  = "Charge"
+)
+
+// Acquirer authorises card payments.
+type Acquirer interface {
+	// Authorize asks for an authorisation. A declined payment is a result,
+	// not an error; an error is a transport failure (or ctx ended) and is
+	// retryable with the same Reference. (The sandbox's ErrNoReference, a
+	// caller bug, is the exception.)
+	Authorize(ctx context.Context, req AuthRequest) (AuthResult, error)
+	// Enrollment reports the issuer's 3-D Secure enrolment for a card:
+	// Enrolled, NotEnrolled, or NotApplicable (ordinary cards).
+	Enrollment(pan string) Enrollment
+	// CardInfo looks up brand, issuer, card type and issuer country.
+	CardInfo(pan string) CardInfo
+}
+
+// Luhn reports whether pan is all digits, 12 to 19 long, and passes the Luhn
+// check.
+func Luhn(pan string) bool {
+	if len(pan) < 12 || len(pan) > 19 {
+		return false
+	}
+	sum := 0
+	double := false
+	for i := len(pan) - 1; i >= 0; i-- {
+		c := pan[i]
+		if c < '0' || c > '9' {
+			return false
+		}
+		d := int(c - '0')
+		if double {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+		double = !double
+	}
+	return sum%10 == 0
+}
+
+// Brand returns the card brand from the number's prefix.
+func Brand(pan string) string {
+	p := func(n int) int { return prefixInt(pan, n) }
+	switch {
+	case strings.HasPrefix(pan, "4"):
+		return BrandVisa
+	case p(2) >= 51 && p(2) <= 55, p(4) >= 2221 && p(4) <= 2720:
+		return BrandMastercard
+	case p(2) == 34, p(2) == 37:
+		return BrandAmex
+	case p(4) == 6011, p(2) == 65:
+		return BrandDiscover
+	case p(4) >= 3528 && p(4) <= 3589:
+		return BrandJCB
+	}
+	return BrandUnknown
+}
+
+// prefixInt returns the first n characters of s as a number, or -1 when s is
+// shorter or they are not all digits.
+func prefixInt(s string, n int) int {
+	if len(s) < n {
+		return -1
+	}
+	v := 0
+	for i := range n {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return -1
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v
+}

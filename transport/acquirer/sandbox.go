@@ -1,0 +1,248 @@
+package acquirer
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Sandbox test cards (contract section 7).
+const (
+	CardVisaApproved       = "4111111111111111"
+	CardMastercardApproved = "5555555555554444"
+	CardAmexApproved       = "378282246310005"
+	CardDoNotHonour        = "4000000000000002"
+	CardInsufficientFunds  = "4000000000009995"
+	CardExpired            = "4000000000000069"
+	CardInvalidCVV         = "4000000000000127"
+	CardUnreachable        = "4000000000000119"
+	CardRiskBlocked        = "4100000000000019"
+	Card3DSEnrolled        = "4000000000003220"
+	Card3DSNotEnrolled     = "4000000000003063"
+)
+
+// Sandbox is the sandbox acquirer: the outcome is decided by the card number
+// (contract section 7). Any Luhn-valid number without a special outcome is
+// approved; a number failing the Luhn check is declined 3.08.
+//
+// It is safe for concurrent use. It keeps one small result per reference.
+type Sandbox struct {
+	latency time.Duration
+
+	mu      sync.Mutex
+	results map[string]AuthResult // by reference; present = authorised once
+}
+
+var _ Acquirer = (*Sandbox)(nil)
+
+// ErrNoReference is returned for a request without a Reference: a caller bug,
+// not worth retrying.
+var ErrNoReference = errors.New("acquirer: authorisation request without a reference")
+
+// NewSandbox returns a sandbox acquirer answering after latency (0: at once).
+func NewSandbox(latency time.Duration) *Sandbox {
+	if latency < 0 {
+		latency = 0
+	}
+	return &Sandbox{latency: latency, results: make(map[string]AuthResult)}
+}
+
+// Authorize answers after the configured latency, or returns ctx.Err() if ctx
+// ends first; in that case nothing was authorised and the same Reference may
+// be retried. The first answered call for a Reference makes the
+// authorisation; every later call with that Reference, concurrent or not,
+// returns the same result without a new authorisation.
+func (s *Sandbox) Authorize(ctx context.Context, req AuthRequest) (AuthResult, error) {
+	if req.Reference == "" {
+		return AuthResult{}, ErrNoReference
+	}
+	if err := s.wait(ctx); err != nil {
+		return AuthResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.results[req.Reference]; ok {
+		return r, nil
+	}
+	r := decide(req)
+	s.results[req.Reference] = r
+	return r, nil
+}
+
+// wait sleeps for the latency, honouring ctx.
+func (s *Sandbox) wait(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.latency <= 0 {
+		return nil
+	}
+	t := time.NewTimer(s.latency)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Authorizations reports how many distinct authorisations were made for
+// reference: 0 or 1.
+func (s *Sandbox) Authorizations(reference string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.results[reference]; ok {
+		return 1
+	}
+	return 0
+}
+
+// Total reports how many distinct authorisations were made.
+func (s *Sandbox) Total() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.results)
+}
+
+// Enrollment reports the issuer's 3-D Secure enrolment: Enrolled for
+// 4000000000003220, NotEnrolled for 4000000000003063, else NotApplicable.
+func (s *Sandbox) Enrollment(pan string) Enrollment {
+	switch pan {
+	case Card3DSEnrolled:
+		return Enrolled
+	case Card3DSNotEnrolled:
+		return NotEnrolled
+	}
+	return NotApplicable
+}
+
+// decide computes the sandbox outcome for a request. It is a pure function of
+// the card number, whether a CVV was given, the 3-D Secure data and the
+// reference.
+func decide(req AuthRequest) AuthResult {
+	cvv := CVVMatch
+	if req.CVV == "" {
+		cvv = CVVNotProcessed
+	}
+	decline := func(code, msg string) AuthResult {
+		return AuthResult{
+			AVSCheck: AVSMatch, CVVCheck: cvv, RiskDecision: RiskAccept,
+			DeclineCode: code, DeclineMessage: msg,
+		}
+	}
+	switch req.PAN {
+	case CardDoNotHonour:
+		return decline(CodeDoNotHonour, MsgDoNotHonour)
+	case CardInsufficientFunds:
+		return decline(CodeInsufficientFunds, MsgInsufficientFunds)
+	case CardExpired:
+		return decline(CodeCardExpired, MsgCardExpired)
+	case CardInvalidCVV:
+		r := decline(CodeInvalidCVV, MsgInvalidCVV)
+		r.CVVCheck = CVVNoMatch
+		return r
+	case CardUnreachable:
+		r := decline(CodeAcquirerUnreachable, MsgAcquirerUnreachable)
+		r.AVSCheck, r.CVVCheck = AVSUnavailable, CVVNotProcessed
+		return r
+	case CardRiskBlocked:
+		r := decline(CodeBlockedByRisk, MsgBlockedByRisk)
+		r.RiskDecision = RiskDecline
+		return r
+	case Card3DSEnrolled:
+		// The issuer demands authentication: 3-D Secure, or a wallet
+		// cryptogram (CRYPTOGRAM_3DS), which the device's authentication
+		// stands for.
+		if !req.ThreeDS.Authenticated && req.Cryptogram == "" {
+			return decline(Code3DSFailed, Msg3DSFailed)
+		}
+	}
+	if !Luhn(req.PAN) {
+		return decline(CodeDoNotHonour, MsgDoNotHonour)
+	}
+	return AuthResult{
+		Approved:     true,
+		AuthCode:     AuthCode(req.Reference),
+		ARN:          ARN(req.Reference),
+		AVSCheck:     AVSMatch,
+		CVVCheck:     cvv,
+		RiskDecision: RiskAccept,
+	}
+}
+
+const authCodeAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+func referenceMAC(label, reference string) []byte {
+	m := hmac.New(sha256.New, []byte("paygate-sandbox-acquirer/"+label))
+	m.Write([]byte(reference))
+	return m.Sum(nil)
+}
+
+// AuthCode returns the sandbox authorisation code for a reference: 6
+// uppercase alphanumerics derived from HMAC-SHA256 of the reference.
+func AuthCode(reference string) string {
+	sum := referenceMAC("auth-code", reference)
+	var b [6]byte
+	for i := range b {
+		b[i] = authCodeAlphabet[int(sum[i])%len(authCodeAlphabet)]
+	}
+	return string(b[:])
+}
+
+// ARN returns the sandbox acquirer reference number for a reference: 23
+// digits derived from HMAC-SHA256 of the reference, starting with 7 and
+// ending with a Luhn check digit.
+func ARN(reference string) string {
+	sum := referenceMAC("arn", reference)
+	b := make([]byte, 0, 23)
+	b = append(b, '7')
+	for i := range 21 {
+		b = append(b, '0'+sum[i]%10)
+	}
+	return string(append(b, luhnCheckDigit(b)))
+}
+
+// luhnCheckDigit returns the digit that makes digits+digit pass the Luhn check.
+func luhnCheckDigit(digits []byte) byte {
+	sum := 0
+	double := true // the check digit will be undoubled, so the last one here doubles
+	for i := len(digits) - 1; i >= 0; i-- {
+		d := int(digits[i] - '0')
+		if double {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+		double = !double
+	}
+	return byte('0' + (10-sum%10)%10)
+}
+
+// sandboxIssuers is the sandbox issuer table by BIN (first 6 digits).
+var sandboxIssuers = map[string]CardInfo{
+	"411111": {Issuer: "Sandbox Bank", Type: TypeCredit, Country: "US"},
+	"555555": {Issuer: "Sandbox Mastercard Bank", Type: TypeDebit, Country: "GB"},
+	"378282": {Issuer: "Sandbox Amex", Type: TypeCharge, Country: "US"},
+}
+
+// defaultIssuer answers for BINs not in the table.
+var defaultIssuer = CardInfo{Issuer: "Sandbox Issuer", Type: TypeCredit, Country: "US"}
+
+// CardInfo looks up the card's brand by prefix and its issuer, type and
+// country in the sandbox BIN table.
+func (s *Sandbox) CardInfo(pan string) CardInfo {
+	info := defaultIssuer
+	if len(pan) >= 6 {
+		if i, ok := sandboxIssuers[pan[:6]]; ok {
+			info = i
+		}
+	}
+	info.Brand = Brand(pan)
+	return info
+}
