@@ -1,0 +1,136 @@
+// Command gatewayd runs a payment gateway node.
+//
+// Every flag can also be set by an environment variable GATEWAY_<NAME>
+// (upper case, '-' as '_'); a flag on the command line wins.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/paygate/gateway/node"
+	"github.com/paygate/gateway/transport/signature"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	cfg := node.Defaults()
+	fs := flag.NewFlagSet("gatewayd", flag.ContinueOnError)
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "merchant API, form, admin, health and metrics listener")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "Raft log, snapshots and Pebble")
+	fs.StringVar(&cfg.NodeID, "node-id", cfg.NodeID, "stable identity in the cluster")
+	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft traffic between nodes")
+	fs.StringVar(&cfg.Join, "join", "", "HTTP address of any member whose cluster to join")
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token of the admin API (empty: admin API off)")
+	fs.BoolVar(&cfg.Dev, "dev", false, "development: sandbox merchant, dev admin token and vault key, private callbacks allowed")
+	fs.StringVar(&cfg.FormURL, "form-url", "", "public address put into form_url and redirect_url (default http://<http-addr>)")
+	fs.DurationVar(&cfg.FormTTL, "form-ttl", cfg.FormTTL, "lifetime of an unpaid payment form")
+	fs.StringVar(&cfg.VaultKeyFile, "vault-key-file", "", "32-byte key-encryption key for card data (raw, hex or base64)")
+	fs.BoolVar(&cfg.AllowPrivateCallbacks, "allow-private-callbacks", false, "permit loopback and private callback_url targets")
+	delays := fs.String("webhook-retry-delays", "15m,30m,1h,2h,4h,8h,16h,24h", "notification retry offsets from the first attempt")
+	fs.DurationVar(&cfg.SettleDelayUnit, "settle-delay-unit", cfg.SettleDelayUnit, "length of one settle.delay_hours hour")
+	fs.DurationVar(&cfg.AcquirerLatency, "acquirer-latency", 0, "sandbox acquirer answer delay")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+
+	if err := applyEnv(fs); err != nil {
+		fmt.Fprintln(os.Stderr, "gatewayd:", err)
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var err error
+	if cfg.WebhookRetryDelays, err = node.ParseDelays(*delays); err != nil {
+		fmt.Fprintln(os.Stderr, "gatewayd: --webhook-retry-delays:", err)
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintln(os.Stderr, "gatewayd: --log-level:", err)
+		return 2
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	n, err := node.Start(cfg, logger)
+	if err != nil {
+		logger.Error("start failed", "error", err)
+		return 1
+	}
+	logger.Info("gatewayd listening", "http_addr", n.Addr(), "raft_addr", cfg.RaftAddr, "node_id", cfg.NodeID, "data_dir", cfg.DataDir)
+	if cfg.Dev {
+		printDevMerchant(n, n.Config())
+	}
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	code := 0
+	select {
+	case s := <-sig:
+		logger.Info("draining", "signal", s.String())
+	case err := <-n.ServeErr():
+		logger.Error("http server stopped", "error", err)
+		code = 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Shutdown(ctx); err != nil {
+		logger.Error("shutdown", "error", err)
+		code = 1
+	}
+	logger.Info("stopped")
+	return code
+}
+
+// applyEnv sets each flag from GATEWAY_<NAME> when that variable is set.
+func applyEnv(fs *flag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "GATEWAY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok && err == nil {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("%s: %w", name, serr)
+			}
+		}
+	})
+	return err
+}
+
+// printDevMerchant prints the sandbox merchant's keys and a signed curl.
+func printDevMerchant(n *node.Node, cfg node.Config) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := n.DevMerchant(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gatewayd:", err)
+		return
+	}
+	body := `{"order_id":"order-1","amount":1020,"currency":"USD","order_description":"Test order","processing_mid":"sandbox","settle":{"delay_hours":24},"customer":{"user_id":"u1","email":"u1@example.com","ip_address":"127.0.0.1"},"payment_source":{"type":"card","card_number":"4111111111111111","card_holder_name":"Test User","card_exp_month":"12","card_exp_year":"2035","card_cvv":"123"}}`
+	fmt.Printf(`
+Sandbox merchant (development only)
+  merchant_id         %s
+  api public key      %s
+  api secret key      %s
+  webhook public key  %s
+  webhook secret key  %s
+  admin token         %s
+
+Try a signed charge:
+  curl -s http://%s/api/v3/charge \
+    -H 'Content-Type: application/json' \
+    -H 'merchant: %s' \
+    -H 'signature: %s' \
+    -d '%s'
+
+`, m.ID, m.APIPublicKey, m.APISecret, m.WebhookPublicKey, m.WebhookSecret, cfg.AdminToken,
+		n.Addr(), m.APIPublicKey, signature.Sign(m.APIPublicKey, m.APISecret, []byte(body)), body)
+}

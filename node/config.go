@@ -1,0 +1,108 @@
+// Package node assembles a gateway node: store, raft, actors, front end and
+// the leader-only background work, with one Start and one Shutdown.
+package node
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Config is a node's configuration (contract section 10).
+type Config struct {
+	HTTPAddr              string
+	DataDir               string
+	NodeID                string
+	RaftAddr              string
+	Join                  string
+	AdminToken            string
+	Dev                   bool
+	FormURL               string
+	FormTTL               time.Duration
+	VaultKeyFile          string
+	AllowPrivateCallbacks bool
+	WebhookRetryDelays    []time.Duration
+	SettleDelayUnit       time.Duration
+	AcquirerLatency       time.Duration
+
+	// Tuning knobs that are not flags of the contract.
+	ActorIdleAfter    time.Duration // idle order actors retire after this
+	TokenTTL          time.Duration // payment token lifetime
+	HeartbeatTimeout  time.Duration // raft; 0 = default
+	ElectionTimeout   time.Duration // raft; 0 = default
+	SnapshotThreshold uint64        // raft log entries between snapshots; 0 = default
+}
+
+// DevAdminToken is the admin token --dev sets when none is given.
+const DevAdminToken = "dev-admin-token"
+
+// DevMerchantID is the sandbox merchant --dev creates once.
+const DevMerchantID = "mer_dev"
+
+// DefaultRetryDelays are the notification retry offsets (contract section 6).
+var DefaultRetryDelays = []time.Duration{
+	15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
+	4 * time.Hour, 8 * time.Hour, 16 * time.Hour, 24 * time.Hour,
+}
+
+// Defaults returns the contract's defaults.
+func Defaults() Config {
+	return Config{
+		HTTPAddr:           "127.0.0.1:8080",
+		DataDir:            "./data",
+		NodeID:             "node1",
+		RaftAddr:           "127.0.0.1:7000",
+		FormTTL:            30 * time.Minute,
+		WebhookRetryDelays: DefaultRetryDelays,
+		SettleDelayUnit:    time.Hour,
+		ActorIdleAfter:     30 * time.Second,
+		TokenTTL:           365 * 24 * time.Hour,
+	}
+}
+
+// ParseDelays parses a comma-separated list of increasing durations.
+func ParseDelays(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, part := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("retry delay %q: %w", part, err)
+		}
+		if d <= 0 || (len(out) > 0 && d <= out[len(out)-1]) {
+			return nil, errors.New("retry delays must be positive and increasing (offsets from the first attempt)")
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Validate checks the configuration and fills what --dev implies.
+func (c *Config) Validate() error {
+	if c.Dev {
+		if c.AdminToken == "" {
+			c.AdminToken = DevAdminToken
+		}
+		c.AllowPrivateCallbacks = true
+	}
+	if c.VaultKeyFile == "" && !c.Dev {
+		return errors.New("--vault-key-file is required (or --dev for a development key)")
+	}
+	if c.SettleDelayUnit <= 0 {
+		return errors.New("--settle-delay-unit must be positive")
+	}
+	if c.FormURL == "" {
+		c.FormURL = "http://" + c.HTTPAddr
+	}
+	c.FormURL = strings.TrimRight(c.FormURL, "/")
+	if c.ActorIdleAfter <= 0 {
+		c.ActorIdleAfter = 30 * time.Second
+	}
+	if c.TokenTTL <= 0 {
+		c.TokenTTL = 365 * 24 * time.Hour
+	}
+	if len(c.WebhookRetryDelays) == 0 {
+		c.WebhookRetryDelays = DefaultRetryDelays
+	}
+	return nil
+}

@@ -1,0 +1,294 @@
+package node
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/paygate/gateway/actors"
+	"github.com/paygate/gateway/cluster"
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/vault"
+	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/server"
+)
+
+// Node is a running gateway node.
+type Node struct {
+	cfg       Config
+	logger    *slog.Logger
+	store     *persistence.Store
+	raft      *cluster.Node
+	system    *actor.ActorSystem
+	registry  *actors.Registry
+	merchants *server.Merchants
+	vault     *vault.Vault
+	server    *server.Server
+	listener  net.Listener
+	acquirer  *acquirer.Sandbox
+
+	leaderMu     sync.Mutex
+	leaderCancel context.CancelFunc
+	bg           sync.WaitGroup
+	stopLeader   chan struct{}
+	serveErr     chan error
+}
+
+// Start opens the node's state, joins or bootstraps raft and starts serving.
+func Start(cfg Config, logger *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, logger: logger, stopLeader: make(chan struct{}), serveErr: make(chan error, 1)}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeAll()
+		}
+	}()
+
+	kek, err := loadKEK(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if n.vault, err = vault.New(kek); err != nil {
+		return nil, err
+	}
+	if n.store, err = persistence.Open(filepath.Join(cfg.DataDir, "state"), logger); err != nil {
+		return nil, err
+	}
+	fsm, err := cluster.NewFSM(n.store, logger)
+	if err != nil {
+		return nil, err
+	}
+	n.merchants = server.NewMerchants(n.vault)
+	if err := n.loadMerchants(); err != nil {
+		return nil, err
+	}
+	fsm.OnCommit = n.onCommit
+	n.raft, err = cluster.Start(cluster.Config{
+		NodeID: cfg.NodeID, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, Bootstrap: cfg.Join == "",
+		Logger: logger, HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
+		SnapshotThreshold: cfg.SnapshotThreshold,
+	}, fsm)
+	if err != nil {
+		return nil, err
+	}
+
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return logger.With("component", "actors")
+	}))
+	n.acquirer = acquirer.NewSandbox(cfg.AcquirerLatency)
+	deps := &actors.Deps{
+		Proposer: n.raft, Store: n.store, Acquirer: n.acquirer, Vault: n.vault, Logger: logger,
+		Now: time.Now, NewID: newID, SettleUnit: cfg.SettleDelayUnit, TokenTTL: cfg.TokenTTL,
+		IdleAfter: cfg.ActorIdleAfter, ProposeTimeout: 10 * time.Second, AuthAttempts: 5,
+	}
+	n.registry = actors.NewRegistry(n.system, actors.NewOrderActorProducer(deps, func() *actors.Registry { return n.registry }))
+
+	n.server = server.New(server.Config{
+		Logger: logger, Store: n.store, Cluster: n.raft, Registry: n.registry, Vault: n.vault,
+		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: derive(kek, "request-hash"),
+	})
+	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	}
+	go func() { n.serveErr <- n.server.Serve(n.listener) }()
+
+	n.bg.Add(1)
+	go n.watchLeadership()
+	ok = true
+	return n, nil
+}
+
+// newID is a time-ordered unique id for transactions and cards.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+func loadKEK(cfg Config) ([]byte, error) {
+	if cfg.VaultKeyFile != "" {
+		return vault.LoadKEK(cfg.VaultKeyFile)
+	}
+	return vault.DevKEK(cfg.DataDir)
+}
+
+// derive makes a purpose-bound subkey of the key-encryption key.
+func derive(kek []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, kek)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+func (n *Node) loadMerchants() error {
+	recs, err := n.store.Merchants()
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		if err := n.merchants.Put(&recs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onCommit runs on the FSM goroutine after each batch: keep the merchant
+// directory current. It must not block.
+func (n *Node) onCommit(_ []*persistence.Notification, merchants []*persistence.Merchant) {
+	if merchants == nil {
+		if err := n.loadMerchants(); err != nil { // after a snapshot restore
+			n.logger.Error("reload merchants", "error", err)
+		}
+		return
+	}
+	for _, m := range merchants {
+		if err := n.merchants.Put(m); err != nil {
+			n.logger.Error("merchant record", "merchant_id", m.ID, "error", err)
+		}
+	}
+}
+
+// watchLeadership starts the leader-only work when this node leads and
+// stops it (with every order actor) when it does not.
+func (n *Node) watchLeadership() {
+	defer n.bg.Done()
+	ch := n.raft.Raft.LeaderCh()
+	check := time.NewTicker(500 * time.Millisecond)
+	defer check.Stop()
+	leading := false
+	for {
+		select {
+		case <-n.stopLeader:
+			n.setLeading(false)
+			return
+		case <-ch:
+		case <-check.C:
+		}
+		if now := n.raft.IsLeader(); now != leading {
+			leading = now
+			n.setLeading(now)
+		}
+	}
+}
+
+func (n *Node) setLeading(leading bool) {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	if n.leaderCancel != nil {
+		n.leaderCancel()
+		n.leaderCancel = nil
+		n.registry.StopAll(false)
+	}
+	if !leading {
+		return
+	}
+	n.logger.Info("leading: starting schedules", "node_id", n.cfg.NodeID)
+	ctx, cancel := context.WithCancel(context.Background())
+	n.leaderCancel = cancel
+	go n.leaderWork(ctx)
+}
+
+// leaderWork runs while this node leads: first a barrier so every committed
+// entry is applied, then the durable schedules.
+func (n *Node) leaderWork(ctx context.Context) {
+	if err := n.raft.Barrier(30 * time.Second); err != nil {
+		n.logger.Warn("leader barrier", "error", err)
+		return
+	}
+	if n.cfg.Dev {
+		n.ensureDevMerchant()
+	}
+	poll := n.cfg.SettleDelayUnit / 10
+	poll = min(max(poll, 5*time.Millisecond), time.Second)
+	sched := &actors.Scheduler{Store: n.store, Registry: n.registry, Logger: n.logger, Now: time.Now, Poll: poll}
+	sched.Run(ctx)
+}
+
+// ensureDevMerchant creates the sandbox merchant once.
+func (n *Node) ensureDevMerchant() {
+	if n.merchants.ByID(DevMerchantID) != nil {
+		return
+	}
+	rec, _, err := server.NewMerchantRecord(n.vault, DevMerchantID, "sandbox", 1000, time.Now())
+	if err != nil {
+		n.logger.Error("dev merchant", "error", err)
+		return
+	}
+	if _, err := n.raft.Propose(context.Background(), &persistence.Cmd{Merchant: rec}); err != nil {
+		n.logger.Error("dev merchant", "error", err)
+	}
+}
+
+// DevMerchant returns the sandbox merchant once it exists (--dev).
+func (n *Node) DevMerchant(ctx context.Context) (*server.Merchant, error) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if m := n.merchants.ByID(DevMerchantID); m != nil {
+			return m, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.New("dev merchant not created: no leader")
+		case <-t.C:
+		}
+	}
+}
+
+// Addr is the HTTP listener's address.
+func (n *Node) Addr() string { return n.listener.Addr().String() }
+
+// Ready reports whether the node can serve writes.
+func (n *Node) Ready() bool { return n.raft.Ready() }
+
+// ServeErr reports a fatal error of the HTTP server.
+func (n *Node) ServeErr() <-chan error { return n.serveErr }
+
+// Shutdown drains in-flight requests, stops accepting new ones, stops the
+// actors and raft, and closes the store.
+func (n *Node) Shutdown(ctx context.Context) error {
+	var err error
+	if n.server != nil {
+		err = n.server.Shutdown(ctx)
+	}
+	close(n.stopLeader)
+	n.bg.Wait()
+	n.closeAll()
+	return err
+}
+
+func (n *Node) closeAll() {
+	if n.registry != nil {
+		n.registry.StopAll(true)
+	}
+	if n.system != nil {
+		n.system.Shutdown()
+	}
+	if n.raft != nil {
+		if err := n.raft.Shutdown(); err != nil {
+			n.logger.Warn("raft shutdown", "error", err)
+		}
+	}
+	if n.store != nil {
+		if err := n.store.Close(); err != nil {
+			n.logger.Warn("store close", "error", err)
+		}
+		n.store = nil
+	}
+}
+
+// Config returns the node's effective configuration (after --dev defaults).
+func (n *Node) Config() Config { return n.cfg }

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"crypto/subtle"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/valyala/fasthttp"
+
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/transport/apierr"
+)
+
+// Admin errors share the merchant API's JSON shape.
+var adminUnauthorized = apierr.Code{Code: "1.01", HTTP: 401, Reason: "admin token missing or wrong"}
+
+func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
+	if !s.adminAuthorized(ctx) {
+		writeError(ctx, apierr.New(adminUnauthorized, "authorization", "admin bearer token missing or wrong"))
+		return
+	}
+	if route == "merchants" {
+		if !ctx.IsPost() {
+			writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to create a merchant"))
+			return
+		}
+		s.createMerchant(ctx)
+		return
+	}
+	// Routes with a path parameter register by their first segment.
+	first := route
+	if i := strings.IndexByte(route, '/'); i >= 0 {
+		first = route[:i]
+	}
+	if h, ok := s.cfg.AdminRoutes[route]; ok {
+		h(ctx)
+		return
+	}
+	if h, ok := s.cfg.AdminRoutes[first+"/"]; ok {
+		h(ctx)
+		return
+	}
+	writeError(ctx, apierr.New(apierr.UnknownPath, "path", "no such admin route"))
+}
+
+// adminAuthorized checks the bearer token in constant time. With no token
+// configured the admin API is off.
+func (s *Server) adminAuthorized(ctx *fasthttp.RequestCtx) bool {
+	if s.cfg.AdminToken == "" {
+		return false
+	}
+	got, ok := strings.CutPrefix(string(ctx.Request.Header.Peek("Authorization")), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.AdminToken)) == 1
+}
+
+type createMerchantRequest struct {
+	Name         string `json:"name"`
+	RateLimitRPS int    `json:"rate_limit_rps"`
+}
+
+func (s *Server) createMerchant(ctx *fasthttp.RequestCtx) {
+	var req createMerchantRequest
+	if body := ctx.PostBody(); len(body) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			writeError(ctx, apierr.New(apierr.BadBody, "body", "body must be a JSON object with name and rate_limit_rps"))
+			return
+		}
+	}
+	if req.RateLimitRPS < 0 || len(req.Name) > 255 {
+		writeError(ctx, apierr.New(apierr.Invalid, "rate_limit_rps", "rate_limit_rps should be a positive integer and name at most 255 characters"))
+		return
+	}
+	rec, creds, err := NewMerchantRecord(s.cfg.Vault, "", req.Name, req.RateLimitRPS, s.cfg.Now())
+	if err != nil {
+		writeError(ctx, s.errorFor("create merchant", err))
+		return
+	}
+	if _, err := s.cfg.Cluster.Propose(ctx, &persistence.Cmd{Merchant: rec}); err != nil {
+		writeError(ctx, s.errorFor("create merchant", err))
+		return
+	}
+	writeJSON(ctx, 200, creds)
+}

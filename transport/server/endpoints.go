@@ -1,0 +1,221 @@
+package server
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/paygate/gateway/actors"
+	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/vault"
+	"github.com/paygate/gateway/transport/api"
+	"github.com/paygate/gateway/transport/apierr"
+)
+
+// idempotencyKeyMax bounds the Idempotency-Key header, in characters.
+const idempotencyKeyMax = 255
+
+// call is one authenticated merchant request; body is a private copy.
+type call struct {
+	ctx      *fasthttp.RequestCtx
+	merchant *Merchant
+	body     []byte
+	now      time.Time
+}
+
+// answer is an operation's result: a JSON body for HTTP 200, or an error.
+type answer struct {
+	body []byte
+	err  *apierr.Error
+}
+
+// endpoint serves one merchant operation on an authenticated, copied body.
+type endpoint func(s *Server, c *call) answer
+
+// operation builds an endpoint from its request type: decode strictly,
+// validate, then dispatch. This is the one path every operation shares.
+func operation[R any](validate func(*R, time.Time) *apierr.Error, dispatch func(*Server, *call, *R) answer) endpoint {
+	return func(s *Server, c *call) answer {
+		req := new(R)
+		if err := api.Decode(c.body, req); err != nil {
+			return answer{err: err}
+		}
+		if err := validate(req, c.now); err != nil {
+			return answer{err: err}
+		}
+		return dispatch(s, c, req)
+	}
+}
+
+// ignoreNow adapts a validator that needs no clock.
+func ignoreNow[R any](f func(*R) *apierr.Error) func(*R, time.Time) *apierr.Error {
+	return func(r *R, _ time.Time) *apierr.Error { return f(r) }
+}
+
+func (s *Server) merchantEndpoints() map[string]endpoint {
+	return map[string]endpoint{
+		"charge": operation(api.ValidateCharge, (*Server).charge),
+		"settle": operation(ignoreNow(api.ValidateSettle), func(s *Server, c *call, r *api.SettleRequest) answer {
+			return s.operate(c, order.KindSettle, *r.OrderID, *r.Amount, "")
+		}),
+		"void": operation(ignoreNow(api.ValidateVoid), func(s *Server, c *call, r *api.VoidRequest) answer {
+			return s.operate(c, order.KindVoid, *r.OrderID, 0, "")
+		}),
+		"refund": operation(ignoreNow(api.ValidateRefund), func(s *Server, c *call, r *api.RefundRequest) answer {
+			return s.operate(c, order.KindRefund, *r.OrderID, *r.Amount, deref(r.RefundReasonCode))
+		}),
+		"status": operation(ignoreNow(api.ValidateStatus), (*Server).status),
+	}
+}
+
+func (s *Server) serveMerchant(ctx *fasthttp.RequestCtx, op string) {
+	start := time.Now()
+	ep, ok := s.endpoints[op]
+	if !ok {
+		op = "unknown"
+	}
+	status := s.serveOp(ctx, op, ep, ok)
+	s.metrics.observe(op, status, start)
+}
+
+func (s *Server) serveOp(ctx *fasthttp.RequestCtx, op string, ep endpoint, known bool) int {
+	fail := func(e *apierr.Error) int {
+		writeError(ctx, e)
+		return e.Code.HTTP
+	}
+	if !known {
+		return fail(apierr.New(apierr.UnknownPath, "path", "no such operation"))
+	}
+	if !ctx.IsPost() {
+		ctx.Response.Header.Set("Allow", "POST")
+		return fail(apierr.New(apierr.MethodNotAllowed, "method", "use POST for this operation"))
+	}
+	m, aerr := s.authenticate(ctx)
+	if aerr != nil {
+		return fail(aerr)
+	}
+	if !m.limiter.Allow() {
+		return fail(apierr.New(apierr.RateLimited, "merchant", "rate limit exceeded; retry after the Retry-After delay"))
+	}
+	c := &call{ctx: ctx, merchant: m, body: append([]byte(nil), ctx.PostBody()...), now: s.cfg.Now()}
+	a := ep(s, c)
+	if a.err != nil {
+		return fail(a.err)
+	}
+	writeRaw(ctx, 200, a.body)
+	return 200
+}
+
+// reply renders an order actor's reply.
+func (s *Server) reply(op string, r any, err error) answer {
+	if err != nil {
+		return answer{err: s.errorFor(op, err)}
+	}
+	rep := r.(*actors.Reply)
+	switch {
+	case rep.Err != nil:
+		return answer{err: s.errorFor(op, rep.Err)}
+	case rep.Reject != nil:
+		return answer{err: rejectionError(rep.Reject)}
+	case rep.Raw != nil:
+		return answer{body: rep.Raw}
+	}
+	return answer{body: order.NewView(rep.Order, order.WithTxn, rep.TxnID).Marshal()}
+}
+
+func (s *Server) charge(c *call, r *api.ChargeRequest) answer {
+	if r.CallbackURL != nil && s.cfg.CheckCallbackURL != nil {
+		if err := s.cfg.CheckCallbackURL(*r.CallbackURL); err != nil {
+			return answer{err: apierr.New(apierr.Invalid, "callback_url", err.Error())}
+		}
+	}
+	msg := &actors.Create{
+		Merchant: c.merchant.ID, OrderID: *r.OrderID, RequestHash: s.requestHash(c.body),
+		Data: createData(&r.OrderFields),
+	}
+	ps := r.PaymentSource
+	msg.Data.Source.Billing = address(ps.BillingAddress)
+	switch *ps.Type {
+	case "card":
+		msg.Card = &vault.Card{PAN: *ps.CardNumber, ExpMonth: twoDigitMonth(*ps.CardExpMonth),
+			ExpYear: fourDigitYear(*ps.CardExpYear), HolderName: *ps.CardHolderName}
+		msg.CVV = deref(ps.CardCVV)
+	case "token":
+		msg.Token = *ps.PaymentToken
+	}
+	if t := r.ThreeDS; t != nil && t.MPIData != nil {
+		msg.Data.ThreeDS = &order.ThreeDS{Version: api.MPIVersion(t.MPIData), ECI: deref(t.MPIData.ECI),
+			CAVV: deref(t.MPIData.CAVV), XID: deref(t.MPIData.XID), AuthenticationResult: "Y"}
+	}
+	res, err := s.cfg.Registry.Request(actors.Key{Merchant: c.merchant.ID, OrderID: *r.OrderID}, msg, s.cfg.RequestTimeout)
+	return s.reply("charge", res, err)
+}
+
+// createData copies the shared order fields into the create command.
+func createData(f *api.OrderFields) order.CreateData {
+	return order.CreateData{
+		Amount: *f.Amount, Currency: strings.ToUpper(*f.Currency), Description: *f.OrderDescription,
+		Descriptor: deref(f.DynamicDescriptor), Website: deref(f.Website), ProcessingMID: *f.ProcessingMID,
+		CallbackURL: deref(f.CallbackURL), SuccessURL: deref(f.SuccessURL), FailURL: deref(f.FailURL),
+		SettleDelayHours: *f.Settle.DelayHours,
+	}
+}
+
+func address(a *api.Address) *order.Address {
+	if a == nil {
+		return nil
+	}
+	return &order.Address{Line1: deref(a.Line1), Line2: deref(a.Line2), City: deref(a.City),
+		State: deref(a.State), Zip: deref(a.Zip), Country: deref(a.Country)}
+}
+
+func (s *Server) operate(c *call, kind order.Kind, orderID string, amount int64, reason string) answer {
+	key := string(c.ctx.Request.Header.Peek("Idempotency-Key"))
+	if utf8.RuneCountInString(key) > idempotencyKeyMax {
+		return answer{err: apierr.New(apierr.Invalid, "idempotency-key", "idempotency-key should have at most 255 characters")}
+	}
+	msg := &actors.Operation{
+		Kind: kind, Merchant: c.merchant.ID, OrderID: orderID, Amount: amount,
+		RefundReasonCode: reason, IdempotencyKey: key,
+	}
+	if key != "" {
+		msg.RequestHash = s.requestHash(c.body)
+	}
+	res, err := s.cfg.Registry.Request(actors.Key{Merchant: c.merchant.ID, OrderID: orderID}, msg, s.cfg.RequestTimeout)
+	return s.reply(string(kind), res, err)
+}
+
+// status reads the applied state directly: reads never go through the log.
+func (s *Server) status(c *call, r *api.StatusRequest) answer {
+	o, err := s.cfg.Store.GetOrder(c.merchant.ID, *r.OrderID)
+	if err != nil {
+		return answer{err: s.errorFor("status", err)}
+	}
+	if o == nil {
+		return answer{err: apierr.New(apierr.NotFound, "order_id", "order not found")}
+	}
+	return answer{body: order.NewView(o, order.WithAllTxns, "").Marshal()}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func twoDigitMonth(m string) string {
+	if len(m) == 1 {
+		return "0" + m
+	}
+	return m
+}
+
+func fourDigitYear(y string) string {
+	if len(y) == 2 {
+		return "20" + y
+	}
+	return y
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/vault"
+)
+
+// DefaultRateLimitRPS applies to merchants created without rate_limit_rps.
+const DefaultRateLimitRPS = 100
+
+// Merchant is a merchant as the front end needs it: secrets opened, and
+// its rate limiter.
+type Merchant struct {
+	ID               string
+	Name             string
+	APIPublicKey     string
+	APISecret        string
+	WebhookPublicKey string
+	WebhookSecret    string
+	RateLimitRPS     int
+	limiter          *rate.Limiter
+}
+
+// Merchants is the in-memory merchant directory, keyed by API public key.
+// It is filled from the store at start and kept current from the FSM.
+type Merchants struct {
+	vault *vault.Vault
+	mu    sync.RWMutex
+	byKey map[string]*Merchant
+	byID  map[string]*Merchant
+}
+
+// NewMerchants makes an empty directory.
+func NewMerchants(v *vault.Vault) *Merchants {
+	return &Merchants{vault: v, byKey: map[string]*Merchant{}, byID: map[string]*Merchant{}}
+}
+
+// Put adds or replaces a merchant from its stored record.
+func (m *Merchants) Put(rec *persistence.Merchant) error {
+	api, err := m.vault.Open(rec.APISecretSealed, vault.AAD("merchant-api", rec.ID))
+	if err != nil {
+		return fmt.Errorf("open api secret of %s: %w", rec.ID, err)
+	}
+	hook, err := m.vault.Open(rec.WebhookSecretSealed, vault.AAD("merchant-webhook", rec.ID))
+	if err != nil {
+		return fmt.Errorf("open webhook secret of %s: %w", rec.ID, err)
+	}
+	rps := rec.RateLimitRPS
+	if rps <= 0 {
+		rps = DefaultRateLimitRPS
+	}
+	mer := &Merchant{
+		ID: rec.ID, Name: rec.Name, APIPublicKey: rec.APIPublicKey, APISecret: string(api),
+		WebhookPublicKey: rec.WebhookPublicKey, WebhookSecret: string(hook), RateLimitRPS: rps,
+		limiter: rate.NewLimiter(rate.Limit(rps), 2*rps),
+	}
+	m.mu.Lock()
+	m.byKey[mer.APIPublicKey] = mer
+	m.byID[mer.ID] = mer
+	m.mu.Unlock()
+	return nil
+}
+
+// ByPublicKey finds a merchant by API public key.
+func (m *Merchants) ByPublicKey(pk string) *Merchant {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.byKey[pk]
+}
+
+// ByID finds a merchant by id.
+func (m *Merchants) ByID(id string) *Merchant {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.byID[id]
+}
+
+// Credentials are a new merchant's keys, shown once at creation.
+type Credentials struct {
+	MerchantID string  `json:"merchant_id"`
+	API        KeyPair `json:"api"`
+	Webhook    KeyPair `json:"webhook"`
+}
+
+// KeyPair is a public and secret key.
+type KeyPair struct {
+	PublicKey string `json:"public_key"`
+	SecretKey string `json:"secret_key"`
+}
+
+func randomHex(prefix string, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand: " + err.Error())
+	}
+	return prefix + hex.EncodeToString(b)
+}
+
+// NewMerchantRecord makes keys from crypto/rand and the record to propose;
+// the secrets in the record are sealed by the vault.
+func NewMerchantRecord(v *vault.Vault, id, name string, rps int, now time.Time) (*persistence.Merchant, Credentials, error) {
+	if id == "" {
+		id = randomHex("mer_", 8)
+	}
+	creds := Credentials{
+		MerchantID: id,
+		API:        KeyPair{PublicKey: randomHex("pk_", 12), SecretKey: randomHex("sk_", 24)},
+		Webhook:    KeyPair{PublicKey: randomHex("whpk_", 12), SecretKey: randomHex("whsk_", 24)},
+	}
+	apiSealed, err := v.Seal([]byte(creds.API.SecretKey), vault.AAD("merchant-api", id))
+	if err != nil {
+		return nil, creds, err
+	}
+	hookSealed, err := v.Seal([]byte(creds.Webhook.SecretKey), vault.AAD("merchant-webhook", id))
+	if err != nil {
+		return nil, creds, err
+	}
+	return &persistence.Merchant{
+		ID: id, Name: name, APIPublicKey: creds.API.PublicKey, APISecretSealed: apiSealed,
+		WebhookPublicKey: creds.Webhook.PublicKey, WebhookSecretSealed: hookSealed,
+		RateLimitRPS: rps, CreatedAt: now.UnixNano(),
+	}, creds, nil
+}

@@ -1,0 +1,215 @@
+// Package server is the gateway's HTTP front end (fasthttp): the merchant
+// API under /api/v3 and /api/v1, the admin API, health and metrics.
+//
+// Every merchant operation runs the same pipeline — authenticate, rate
+// limit, decode strictly, validate, dispatch, render — and differs only in
+// its request type, validator and dispatch function (see endpoints.go).
+// Request bytes are copied before they leave a handler: fasthttp reuses them.
+package server
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/go-json-experiment/json"
+	"github.com/valyala/fasthttp"
+
+	"github.com/paygate/gateway/actors"
+	"github.com/paygate/gateway/cluster"
+	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/vault"
+	"github.com/paygate/gateway/transport/apierr"
+	"github.com/paygate/gateway/transport/signature"
+)
+
+// BodyBytesMax is the largest request body accepted (contract section 3).
+const BodyBytesMax = 1 << 20
+
+// Config is what the front end needs from the node.
+type Config struct {
+	Logger     *slog.Logger
+	Store      *persistence.Store
+	Cluster    *cluster.Node
+	Registry   *actors.Registry
+	Vault      *vault.Vault
+	Merchants  *Merchants
+	AdminToken string
+	// HashKey keys the request hashes kept for idempotency, so a stored
+	// hash reveals nothing of the body (which held card data).
+	HashKey []byte
+	// RequestTimeout bounds how long a request waits for its order actor.
+	RequestTimeout time.Duration
+	// Now is the clock (tests may replace it).
+	Now func() time.Time
+	// CheckCallbackURL refuses callback_url targets the SSRF guard forbids.
+	CheckCallbackURL func(raw string) error
+	// Admin handlers beyond merchants (cluster, webhooks) register here.
+	AdminRoutes map[string]AdminHandler
+}
+
+// AdminHandler serves one admin route. It writes a JSON answer.
+type AdminHandler func(ctx *fasthttp.RequestCtx)
+
+// Server is the HTTP front end.
+type Server struct {
+	cfg       Config
+	http      *fasthttp.Server
+	endpoints map[string]endpoint
+	metrics   *requestMetrics
+}
+
+// New builds the server.
+func New(cfg Config) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 15 * time.Second
+	}
+	s := &Server{cfg: cfg, metrics: newRequestMetrics()}
+	s.endpoints = s.merchantEndpoints()
+	s.http = &fasthttp.Server{
+		Handler:            s.route,
+		Name:               "gatewayd",
+		MaxRequestBodySize: BodyBytesMax,
+		ReadTimeout:        30 * time.Second,
+		WriteTimeout:       30 * time.Second,
+		IdleTimeout:        120 * time.Second,
+		ErrorHandler:       s.transportError,
+		NoDefaultDate:      false,
+		CloseOnShutdown:    true,
+	}
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
+
+// Shutdown stops accepting connections and waits for in-flight requests.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWithContext(ctx) }
+
+func (s *Server) route(ctx *fasthttp.RequestCtx) {
+	path := string(ctx.Path())
+	switch {
+	case strings.HasPrefix(path, "/api/v3/"):
+		s.serveMerchant(ctx, path[len("/api/v3/"):])
+	case strings.HasPrefix(path, "/api/v1/"):
+		s.serveMerchant(ctx, path[len("/api/v1/"):])
+	case path == "/healthz":
+		writeJSON(ctx, 200, map[string]string{"status": "ok"})
+	case path == "/readyz":
+		if s.cfg.Cluster.Ready() {
+			writeJSON(ctx, 200, map[string]string{"status": "ready"})
+		} else {
+			writeJSON(ctx, 503, map[string]string{"status": "not ready"})
+		}
+	case path == "/metrics":
+		ctx.SetContentType("text/plain; version=0.0.4")
+		metrics.WritePrometheus(ctx, true)
+	case strings.HasPrefix(path, "/admin/v1/"):
+		s.serveAdmin(ctx, path[len("/admin/v1/"):])
+	default:
+		writeError(ctx, apierr.New(apierr.UnknownPath, "path", "no such path"))
+	}
+}
+
+// transportError answers errors fasthttp meets before the handler (a body
+// over the limit, a malformed request) in the contract's JSON shape.
+func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		writeError(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"))
+		return
+	}
+	writeError(ctx, apierr.New(apierr.BadBody, "body", "request could not be read"))
+}
+
+// requestHash is the keyed hash of a request body, for idempotency.
+func (s *Server) requestHash(body []byte) string {
+	m := hmac.New(sha256.New, s.cfg.HashKey)
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// authenticate checks the merchant and signature headers (contract section 2).
+func (s *Server) authenticate(ctx *fasthttp.RequestCtx) (*Merchant, *apierr.Error) {
+	pk := ctx.Request.Header.Peek("merchant")
+	sig := ctx.Request.Header.Peek("signature")
+	if len(pk) == 0 {
+		return nil, apierr.New(apierr.Auth, "merchant", "merchant header is missing")
+	}
+	if len(sig) == 0 {
+		return nil, apierr.New(apierr.Auth, "signature", "signature header is missing")
+	}
+	m := s.cfg.Merchants.ByPublicKey(string(pk))
+	if m == nil {
+		return nil, apierr.New(apierr.Auth, "merchant", "merchant is unknown")
+	}
+	if !signature.Verify(m.APIPublicKey, m.APISecret, ctx.PostBody(), sig) {
+		return nil, apierr.New(apierr.Auth, "signature", "signature does not match the request")
+	}
+	return m, nil
+}
+
+// errorFor maps a dispatch failure to the catalogue. Internal details are
+// logged, never returned.
+func (s *Server) errorFor(op string, err error) *apierr.Error {
+	var ae *apierr.Error
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, actors.ErrTokenInvalid):
+		return apierr.New(apierr.TokenInvalid, "payment_source.payment_token", err.Error())
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, actor.ErrTimeout), errors.Is(err, actors.ErrStopped):
+		return apierr.New(apierr.Unavailable, "cluster", "the service cannot commit right now; retry the same request")
+	}
+	s.cfg.Logger.Error("request failed", "op", op, "error", err)
+	return apierr.New(apierr.Internal, "server", "internal error")
+}
+
+// rejectionError maps a state-machine rejection to the catalogue.
+func rejectionError(r *order.Rejection) *apierr.Error {
+	code := apierr.IllegalStatus
+	switch r.Kind {
+	case order.RejectAmount:
+		code = apierr.AmountInvalid
+	case order.RejectConflict:
+		code = apierr.Conflict
+	case order.RejectNotFound:
+		code = apierr.NotFound
+	}
+	return apierr.New(code, r.Attribute, r.Message)
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	b, err := json.Marshal(v, json.Deterministic(true))
+	if err != nil {
+		status, b = 500, []byte(`{"error":{"code":"5.03","messages":{"server":["internal error"]}}}`)
+	}
+	writeRaw(ctx, status, b)
+}
+
+func writeRaw(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}
+
+func writeError(ctx *fasthttp.RequestCtx, e *apierr.Error) {
+	if e.Code == apierr.RateLimited {
+		ctx.Response.Header.Set("Retry-After", "1")
+	}
+	if e.Code == apierr.Unavailable {
+		ctx.Response.Header.Set("Retry-After", "1")
+	}
+	writeJSON(ctx, e.Code.HTTP, e.Body())
+}
