@@ -33,7 +33,13 @@ import (
 )
 
 // BodyBytesMax is the largest request body accepted (contract section 3).
-const BodyBytesMax = 1 << 20
+// The handler refuses larger bodies with a JSON 413; fasthttp's own limit
+// is higher (bodyBytesHardMax) so a client that sends a moderately large
+// body reads that answer instead of a reset connection.
+const (
+	BodyBytesMax     = 1 << 20
+	bodyBytesHardMax = 8 << 20
+)
 
 // Config is what the front end needs from the node.
 type Config struct {
@@ -81,7 +87,7 @@ func New(cfg Config) *Server {
 	s.http = &fasthttp.Server{
 		Handler:            s.route,
 		Name:               "gatewayd",
-		MaxRequestBodySize: BodyBytesMax,
+		MaxRequestBodySize: bodyBytesHardMax,
 		ReadTimeout:        30 * time.Second,
 		WriteTimeout:       30 * time.Second,
 		IdleTimeout:        120 * time.Second,
@@ -100,6 +106,10 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWit
 
 func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
+	if len(ctx.Request.Body()) > BodyBytesMax {
+		writeError(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"))
+		return
+	}
 	switch {
 	case strings.HasPrefix(path, "/api/v3/"):
 		s.serveMerchant(ctx, path[len("/api/v3/"):])

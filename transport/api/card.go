@@ -1,0 +1,128 @@
+package api
+
+import "strings"
+
+// Card brands returned by CardBrand.
+const (
+	BrandVisa       = "visa"
+	BrandMastercard = "mastercard"
+	BrandAmex       = "amex"
+	BrandDiscover   = "discover"
+	BrandJCB        = "jcb"
+	BrandUnionPay   = "unionpay"
+	BrandDiners     = "diners"
+	BrandUnknown    = "unknown"
+)
+
+// CardBrand names the card scheme of a primary account number from its
+// leading digits (IIN ranges). It does not check length or Luhn. Anything
+// that does not start with digits of a known range is "unknown".
+//
+//	visa        4
+//	mastercard  51-55, 2221-2720
+//	amex        34, 37
+//	discover    6011, 644-649, 65
+//	jcb         3528-3589
+//	unionpay    62, 81
+//	diners      300-305, 3095, 36, 38, 39
+func CardBrand(pan string) string {
+	p2, ok2 := prefixInt(pan, 2)
+	p3, ok3 := prefixInt(pan, 3)
+	p4, ok4 := prefixInt(pan, 4)
+	switch {
+	case len(pan) > 0 && pan[0] == '4':
+		return BrandVisa
+	case ok2 && (p2 == 34 || p2 == 37):
+		return BrandAmex
+	case ok2 && p2 >= 51 && p2 <= 55, ok4 && p4 >= 2221 && p4 <= 2720:
+		return BrandMastercard
+	case ok4 && p4 == 6011, ok3 && p3 >= 644 && p3 <= 649, ok2 && p2 == 65:
+		return BrandDiscover
+	case ok4 && p4 >= 3528 && p4 <= 3589:
+		return BrandJCB
+	case ok2 && (p2 == 62 || p2 == 81):
+		return BrandUnionPay
+	case ok3 && p3 >= 300 && p3 <= 305, ok4 && p4 == 3095, ok2 && (p2 == 36 || p2 == 38 || p2 == 39):
+		return BrandDiners
+	}
+	return BrandUnknown
+}
+
+// IsAmex reports whether pan is of the American-Express type (starts with
+// 34 or 37), whose CVV has 4 digits instead of 3.
+func IsAmex(pan string) bool {
+	return strings.HasPrefix(pan, "34") || strings.HasPrefix(pan, "37")
+}
+
+// IsMastercard reports whether pan is in a Mastercard range (51-55 or
+// 2221-2720), which matters for the 3-D Secure 2.x xid rule.
+func IsMastercard(pan string) bool {
+	return CardBrand(pan) == BrandMastercard
+}
+
+// Luhn reports whether pan is a non-empty string of ASCII digits whose Luhn
+// (mod 10) checksum is valid.
+func Luhn(pan string) bool {
+	if pan == "" {
+		return false
+	}
+	sum := 0
+	double := false
+	for i := len(pan) - 1; i >= 0; i-- {
+		c := pan[i]
+		if c < '0' || c > '9' {
+			return false
+		}
+		d := int(c - '0')
+		if double {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+		double = !double
+	}
+	return sum%10 == 0
+}
+
+// MaskPAN keeps the first 6 and last 4 characters of pan and replaces every
+// character in between with '*' ("411111******1111"). A value too short to
+// keep 10 characters and still hide at least one is masked entirely, so the
+// result never reveals a whole number.
+func MaskPAN(pan string) string {
+	r := []rune(pan)
+	if len(r) <= 10 {
+		return strings.Repeat("*", len(r))
+	}
+	return string(r[:6]) + strings.Repeat("*", len(r)-10) + string(r[len(r)-4:])
+}
+
+// prefixInt parses the first n characters of s as a decimal number.
+func prefixInt(s string, n int) (int, bool) {
+	if len(s) < n {
+		return 0, false
+	}
+	v := 0
+	for i := 0; i < n; i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, true
+}
+
+// allDigits reports whether s is non-empty and only ASCII digits.
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

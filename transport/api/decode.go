@@ -1,0 +1,183 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/paygate/gateway/transport/apierr"
+)
+
+// Decode strictly decodes a request body into v, which must be a non-nil
+// pointer to one of the request structs of this package.
+//
+//   - An empty or whitespace-only body, a top-level value that is not a JSON
+//     object, malformed JSON, invalid UTF-8 (including lone surrogate
+//     escapes), a duplicate object key at any depth, or trailing data after
+//     the object: 400, code 2.07 (apierr.BadBody), attribute "body".
+//   - A value of the wrong JSON type for a known field (amount "abc" or 10.5,
+//     customer given as a string, ...): 422, code 2.01 (apierr.Invalid), with
+//     the field's dotted path as the attribute ("customer.email").
+//   - Unknown members are ignored (forward compatibility, interface 9.2).
+//     Member names match case-sensitively, so "Amount" is an unknown member.
+//   - JSON null for any field leaves it absent (nil).
+//
+// Syntax problems take precedence over type problems: a body with both gets
+// the 400. No half results: on failure *v is left exactly as it was; on
+// success it is replaced (not merged) by the decoded value.
+func Decode(body []byte, v any) *apierr.Error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		// Programming error in the caller, never the merchant's fault.
+		return apierr.New(apierr.Internal, "body", "internal error")
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		return apierr.New(apierr.BadBody, "body", "body is empty")
+	}
+	if trimmed[0] != '{' {
+		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+	}
+
+	fresh := reflect.New(rv.Elem().Type())
+	err := json.Unmarshal(body, fresh.Interface())
+	if err == nil {
+		rv.Elem().Set(fresh.Elem())
+		return nil
+	}
+
+	var synErr *jsontext.SyntacticError
+	if errors.As(err, &synErr) {
+		return syntaxError(synErr)
+	}
+	// Unmarshal stops at the first type error, before it has seen the rest
+	// of the body: check the whole body's syntax so that a malformed body is
+	// always a 400, whatever comes first.
+	if serr := checkSyntax(body); serr != nil {
+		return serr
+	}
+	var semErr *json.SemanticError
+	if errors.As(err, &semErr) {
+		return typeError(semErr)
+	}
+	return apierr.New(apierr.BadBody, "body", "body is not valid JSON")
+}
+
+// checkSyntax reads the whole body as one JSON value followed by the end of
+// input, with the same strictness as Unmarshal (duplicate names and invalid
+// UTF-8 refused).
+func checkSyntax(body []byte) *apierr.Error {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	err := dec.SkipValue()
+	if err == nil {
+		if _, err = dec.ReadToken(); err == io.EOF {
+			return nil
+		}
+	}
+	var synErr *jsontext.SyntacticError
+	if errors.As(err, &synErr) {
+		return syntaxError(synErr)
+	}
+	if err == nil || err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return apierr.New(apierr.BadBody, "body", "body is not valid JSON: it ends too early")
+	}
+	return apierr.New(apierr.BadBody, "body", "body is not valid JSON")
+}
+
+func syntaxError(e *jsontext.SyntacticError) *apierr.Error {
+	switch {
+	case errors.Is(e.Err, jsontext.ErrDuplicateName):
+		return apierr.New(apierr.BadBody, "body", "body has a duplicate key "+strconv.Quote(shorten(dottedPath(e.JSONPointer))))
+	case errors.Is(e.Err, io.ErrUnexpectedEOF):
+		return apierr.New(apierr.BadBody, "body", "body is not valid JSON: it ends too early")
+	case e.Err != nil && strings.Contains(e.Err.Error(), "invalid UTF-8"):
+		return apierr.New(apierr.BadBody, "body", "body is not valid UTF-8")
+	case e.Err != nil && strings.Contains(e.Err.Error(), "surrogate"):
+		return apierr.New(apierr.BadBody, "body", "body has a string with an invalid \\u escape (lone surrogate)")
+	case e.Err != nil && strings.Contains(e.Err.Error(), "after top-level value"):
+		return apierr.New(apierr.BadBody, "body", "body must contain a single JSON object and nothing after it")
+	}
+	return apierr.New(apierr.BadBody, "body", "body is not valid JSON (error at byte "+strconv.FormatInt(e.ByteOffset, 10)+")")
+}
+
+func typeError(e *json.SemanticError) *apierr.Error {
+	attr := dottedPath(e.JSONPointer)
+	if attr == "" {
+		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+	}
+	t := e.GoType
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var msg string
+	switch {
+	case t == nil:
+		msg = attr + " has the wrong type"
+	case t == reflect.TypeFor[jsontext.Value]():
+		msg = attr + " is not a valid JSON value"
+	default:
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			if e.JSONKind == '0' && isPlainInteger(string(e.JSONValue)) {
+				msg = attr + " is out of range"
+			} else {
+				msg = attr + " should be an integer"
+			}
+		case reflect.String:
+			msg = attr + " should be a string"
+		case reflect.Bool:
+			msg = attr + " should be a boolean (true or false)"
+		case reflect.Struct, reflect.Map:
+			msg = attr + " should be an object"
+		case reflect.Slice, reflect.Array:
+			msg = attr + " should be an array"
+		default:
+			msg = attr + " has the wrong type"
+		}
+	}
+	return apierr.New(apierr.Invalid, attr, msg)
+}
+
+// isPlainInteger reports whether s is a JSON number without fraction or
+// exponent (so a failure to decode it into an integer is a range problem).
+func isPlainInteger(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// dottedPath turns the JSON pointer "/customer/email" into "customer.email".
+func dottedPath(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
+}
+
+// shorten keeps an echoed merchant-supplied name to a readable length.
+func shorten(s string) string {
+	const max = 100
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	return string([]rune(s)[:max]) + "..."
+}

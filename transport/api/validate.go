@@ -1,0 +1,788 @@
+package api
+
+import (
+	"encoding/base64"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/paygate/gateway/transport/apierr"
+)
+
+// Bounds the interface leaves open (see README.md).
+const (
+	// MaxAmount is the largest accepted amount in minor units (10^15: ten
+	// trillion units of a two-decimal currency). Sums of settled and
+	// refunded amounts stay far away from int64 overflow.
+	MaxAmount int64 = 1_000_000_000_000_000
+	// MaxSettleDelayHours is the largest settle.delay_hours: one year.
+	MaxSettleDelayHours int64 = 8760
+	// MaxOrderMetadata is the largest number of order_metadata properties.
+	MaxOrderMetadata = 10
+	// DefaultMPIVersion is three_ds.mpi_data.version when absent.
+	DefaultMPIVersion = "1.0.0"
+	// DefaultWalletBProtocolVersion is walletb-pay's protocolVersion when absent.
+	DefaultWalletBProtocolVersion = "ECv0"
+)
+
+// Payment source types.
+const (
+	SourceCard    = "card"
+	SourceToken   = "token"
+	SourceWalletA = "walleta-pay"
+	SourceWalletB = "walletb-pay"
+)
+
+// ValidateCharge checks a decoded POST /charge body (interface 4.3, 4.9, 2.6,
+// 2.7, 8). now is the clock used for the card-expiry check (compared in UTC).
+// It returns nil, or one error that lists every violation.
+func ValidateCharge(r *ChargeRequest, now time.Time) *apierr.Error {
+	if r == nil {
+		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+	}
+	var v violations
+	v.orderFields(&r.OrderFields, true)
+	if r.ThreeDS != nil && r.ThreeDS.MPIData != nil {
+		v.mpiData(r.ThreeDS.MPIData, r.PaymentSource)
+	}
+	if r.Recurring != nil {
+		v.recurring(r.Recurring)
+	}
+	v.chargeSource(r.PaymentSource, now)
+	return v.result()
+}
+
+// ValidateInitPayment checks a decoded POST /init-payment body (interface
+// 4.1, 4.9). three_ds.mpi_data is not part of init-payment and is ignored
+// like any unknown member: handlers must not read it.
+func ValidateInitPayment(r *InitPaymentRequest) *apierr.Error {
+	if r == nil {
+		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+	}
+	var v violations
+	v.orderFields(&r.OrderFields, true)
+	if r.PaymentForm != nil && r.PaymentForm.Language != nil {
+		if l := *r.PaymentForm.Language; len(l) != 2 || !isASCIILetter(l[0]) || !isASCIILetter(l[1]) {
+			v.add(famGeneral, "payment_form.language", "payment_form.language should be a 2-letter language code, such as en")
+		}
+	}
+	return v.result()
+}
+
+// ValidateWallet checks a decoded wallet payment body (interface 4.4).
+// walletType is the endpoint's type, "walleta-pay" or "walletb-pay";
+// payment_source.type must equal it, and payment_source is checked against
+// the endpoint's shape. fail_url and success_url are not part of wallet
+// payments and are ignored: handlers must not read them.
+func ValidateWallet(r *WalletRequest, walletType string) *apierr.Error {
+	if walletType != SourceWalletA && walletType != SourceWalletB {
+		return apierr.New(apierr.Internal, "payment_source.type", "unsupported wallet endpoint")
+	}
+	if r == nil {
+		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+	}
+	var v violations
+	v.orderFields(&r.OrderFields, false)
+	v.walletSource(r.PaymentSource, walletType)
+	return v.result()
+}
+
+// ValidateSettle checks a decoded POST /settle body (interface 4.5).
+func ValidateSettle(r *SettleRequest) *apierr.Error {
+	if r == nil {
+		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+	}
+	var v violations
+	v.orderID(r.OrderID)
+	v.amount("amount", r.Amount)
+	return v.result()
+}
+
+// ValidateVoid checks a decoded POST /void body (interface 4.6).
+func ValidateVoid(r *VoidRequest) *apierr.Error {
+	if r == nil {
+		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+	}
+	var v violations
+	v.orderID(r.OrderID)
+	return v.result()
+}
+
+// ValidateRefund checks a decoded POST /refund body (interface 4.7, 2.2).
+func ValidateRefund(r *RefundRequest) *apierr.Error {
+	if r == nil {
+		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+	}
+	var v violations
+	v.orderID(r.OrderID)
+	v.amount("amount", r.Amount)
+	if r.RefundReasonCode != nil {
+		if c := *r.RefundReasonCode; len(c) != 4 || !allDigits(c) {
+			v.add(famGeneral, "refund_reason_code", "refund_reason_code should have exactly 4 digits")
+		}
+	}
+	return v.result()
+}
+
+// ValidateStatus checks a decoded POST /status body (interface 4.8).
+func ValidateStatus(r *StatusRequest) *apierr.Error {
+	if r == nil {
+		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+	}
+	var v violations
+	v.orderID(r.OrderID)
+	return v.result()
+}
+
+// MPIVersion returns the 3-D Secure version of external MPI data: the given
+// version, or "1.0.0" when it is absent or empty (interface 4.3).
+func MPIVersion(m *MPIData) string {
+	if m == nil || m.Version == nil || *m.Version == "" {
+		return DefaultMPIVersion
+	}
+	return *m.Version
+}
+
+// WalletBProtocolVersion returns a walletb-pay payment_source's
+// protocolVersion, or "ECv0" when it is absent or empty (interface 4.4).
+func WalletBProtocolVersion(ps *PaymentSource) string {
+	if ps == nil || ps.ProtocolVersion == nil || *ps.ProtocolVersion == "" {
+		return DefaultWalletBProtocolVersion
+	}
+	return *ps.ProtocolVersion
+}
+
+// CardExpiryYear returns the four-digit expiry year of a validated
+// card_exp_year ("2030" or "30" both give 2030).
+func CardExpiryYear(s string) (int, bool) {
+	if !allDigits(s) || (len(s) != 2 && len(s) != 4) {
+		return 0, false
+	}
+	y, _ := strconv.Atoi(s)
+	if len(s) == 2 {
+		y += 2000
+	}
+	return y, true
+}
+
+// CardExpiryMonth returns the month of a validated card_exp_month ("03" or
+// "3" both give 3).
+func CardExpiryMonth(s string) (int, bool) {
+	if !allDigits(s) || len(s) > 2 {
+		return 0, false
+	}
+	m, _ := strconv.Atoi(s)
+	if m < 1 || m > 12 {
+		return 0, false
+	}
+	return m, true
+}
+
+// CardExpired reports whether a card valid through the end of month/year
+// has expired at now (compared in UTC).
+func CardExpired(month, year int, now time.Time) bool {
+	end := time.Date(year, time.Month(month)+1, 1, 0, 0, 0, 0, time.UTC)
+	return !now.UTC().Before(end)
+}
+
+// ---------------------------------------------------------------------------
+
+// family groups violations that have a dedicated error code. A missing
+// mandatory field is always famGeneral, even for currency or card fields.
+type family int
+
+const (
+	famGeneral family = iota
+	famCurrency
+	famCVV
+	famCardNumber
+	famExpiry
+)
+
+// violations collects every problem of one request.
+type violations struct {
+	msgs  map[string][]string
+	fam   family
+	mixed bool
+	n     int
+}
+
+func (v *violations) add(f family, attr, msg string) {
+	if v.msgs == nil {
+		v.msgs = make(map[string][]string)
+	}
+	v.msgs[attr] = append(v.msgs[attr], msg)
+	if v.n == 0 {
+		v.fam = f
+	} else if v.fam != f {
+		v.mixed = true
+	}
+	v.n++
+}
+
+// result picks the code: the family's own code when every violation is of
+// that one family, 2.01 otherwise.
+func (v *violations) result() *apierr.Error {
+	if v.n == 0 {
+		return nil
+	}
+	code := apierr.Invalid
+	if !v.mixed {
+		switch v.fam {
+		case famCurrency:
+			code = apierr.CurrencyInvalid
+		case famCVV:
+			code = apierr.CVVInvalid
+		case famCardNumber:
+			code = apierr.CardNumberInvalid
+		case famExpiry:
+			code = apierr.ExpiryInvalid
+		}
+	}
+	return &apierr.Error{Code: code, Messages: v.msgs}
+}
+
+// reqString checks a mandatory string: present, not blank, at most max
+// characters (max <= 0: no limit). ok reports that every check passed.
+func (v *violations) reqString(attr string, p *string, max int) (string, bool) {
+	if p == nil {
+		v.add(famGeneral, attr, attr+" is required")
+		return "", false
+	}
+	if strings.TrimSpace(*p) == "" {
+		v.add(famGeneral, attr, attr+" must not be empty")
+		return "", false
+	}
+	if max > 0 && utf8.RuneCountInString(*p) > max {
+		v.add(famGeneral, attr, attr+" should have at most "+strconv.Itoa(max)+" characters")
+		return "", false
+	}
+	return *p, true
+}
+
+// optString checks an optional string's length. ok reports that the value
+// is present and within the limit.
+func (v *violations) optString(attr string, p *string, max int) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	if utf8.RuneCountInString(*p) > max {
+		v.add(famGeneral, attr, attr+" should have at most "+strconv.Itoa(max)+" characters")
+		return "", false
+	}
+	return *p, true
+}
+
+func (v *violations) orderID(p *string) {
+	s, ok := v.reqString("order_id", p, 255)
+	if ok && hasControl(s) {
+		v.add(famGeneral, "order_id", "order_id must not contain control characters")
+	}
+}
+
+func (v *violations) amount(attr string, p *int64) {
+	switch {
+	case p == nil:
+		v.add(famGeneral, attr, attr+" is required")
+	case *p <= 0:
+		v.add(famGeneral, attr, attr+" should be greater than 0")
+	case *p > MaxAmount:
+		v.add(famGeneral, attr, attr+" should be at most "+strconv.FormatInt(MaxAmount, 10))
+	}
+}
+
+func (v *violations) currency(p *string) {
+	if p == nil {
+		v.add(famGeneral, "currency", "currency is required")
+		return
+	}
+	s := *p
+	if utf8.RuneCountInString(s) != 3 {
+		v.add(famCurrency, "currency", "currency should have exactly 3 characters")
+		return
+	}
+	if IsCurrency(s) {
+		return
+	}
+	if up := strings.ToUpper(s); IsCurrency(up) {
+		v.add(famCurrency, "currency", "currency should be an upper-case ISO-4217 code: "+up)
+		return
+	}
+	v.add(famCurrency, "currency", "currency "+strconv.Quote(s)+" is not an ISO-4217 currency code")
+}
+
+// orderFields checks the shared order fields of interface 4.9. redirects
+// says whether fail_url and success_url belong to the operation.
+func (v *violations) orderFields(o *OrderFields, redirects bool) {
+	v.orderID(o.OrderID)
+	v.amount("amount", o.Amount)
+	v.currency(o.Currency)
+	v.reqString("order_description", o.OrderDescription, 255)
+	if s, ok := v.optString("order_date", o.OrderDate, 50); ok && !validDateTime(s) {
+		v.add(famGeneral, "order_date", "order_date should have the format yyyy-MM-dd HH:mm:ss, such as 2024-05-31 23:59:00")
+	}
+	v.optString("order_items", o.OrderItems, 255)
+	if o.OrderNumber != nil && *o.OrderNumber < 0 {
+		v.add(famGeneral, "order_number", "order_number should be 0 or greater")
+	}
+	if p := o.SubscriptionProductID; p != nil {
+		switch {
+		case utf8.RuneCountInString(*p) != 36:
+			v.add(famGeneral, "subscription_product_id", "subscription_product_id should have exactly 36 characters")
+		case !validUUID(*p):
+			v.add(famGeneral, "subscription_product_id", "subscription_product_id should be a UUID (8-4-4-4-12 hexadecimal digits)")
+		}
+	}
+	v.url("callback_url", o.CallbackURL)
+	if redirects {
+		v.url("fail_url", o.FailURL)
+		v.url("success_url", o.SuccessURL)
+	}
+	if o.Settle == nil {
+		v.add(famGeneral, "settle", "settle is required")
+	} else {
+		switch d := o.Settle.DelayHours; {
+		case d == nil:
+			v.add(famGeneral, "settle.delay_hours", "settle.delay_hours is required")
+		case *d < 0:
+			v.add(famGeneral, "settle.delay_hours", "settle.delay_hours should be 0 or greater")
+		case *d > MaxSettleDelayHours:
+			v.add(famGeneral, "settle.delay_hours", "settle.delay_hours should be at most "+strconv.FormatInt(MaxSettleDelayHours, 10))
+		}
+	}
+	v.optString("website", o.Website, 255)
+	v.reqString("processing_mid", o.ProcessingMID, 255)
+	v.optString("dynamic_descriptor", o.DynamicDescriptor, 50)
+	if len(o.OrderMetadata) > MaxOrderMetadata {
+		v.add(famGeneral, "order_metadata", "order_metadata should have at most "+strconv.Itoa(MaxOrderMetadata)+" properties")
+	}
+	v.customer(o.Customer)
+}
+
+func (v *violations) url(attr string, p *string) {
+	if s, ok := v.optString(attr, p, 255); ok && !validHTTPURL(s) {
+		v.add(famGeneral, attr, attr+" should be an absolute http or https URL")
+	}
+}
+
+func (v *violations) customer(c *Customer) {
+	if c == nil {
+		v.add(famGeneral, "customer", "customer is required")
+		return
+	}
+	v.reqString("customer.user_id", c.UserID, 100)
+	if s, ok := v.reqString("customer.email", c.Email, 100); ok && !validEmail(s) {
+		v.add(famGeneral, "customer.email", "customer.email should be an e-mail address, such as name@example.com")
+	}
+	if s, ok := v.reqString("customer.ip_address", c.IPAddress, 50); ok && !validIP(s) {
+		v.add(famGeneral, "customer.ip_address", "customer.ip_address should be an IPv4 or IPv6 address")
+	}
+	v.optString("customer.first_name", c.FirstName, 100)
+	v.optString("customer.last_name", c.LastName, 100)
+	v.optString("customer.phone_number", c.PhoneNumber, 50)
+	if s, ok := v.optString("customer.date_of_birth", c.DateOfBirth, 50); ok && !validDate(s) {
+		v.add(famGeneral, "customer.date_of_birth", "customer.date_of_birth should be a real date in the format YYYY-MM-DD")
+	}
+	v.country("customer.ip_country", c.IPCountry)
+	if c.DeliveryAddress != nil {
+		v.address("customer.delivery_address", c.DeliveryAddress)
+	}
+}
+
+func (v *violations) country(attr string, p *string) {
+	if p != nil && !validCountry(*p) {
+		v.add(famGeneral, attr, attr+" should be a 2- or 3-letter upper-case country code, such as US or USA")
+	}
+}
+
+func (v *violations) address(prefix string, a *Address) {
+	v.optString(prefix+".line1", a.Line1, 100)
+	v.optString(prefix+".line2", a.Line2, 100)
+	v.optString(prefix+".city", a.City, 100)
+	v.optString(prefix+".state", a.State, 100)
+	v.optString(prefix+".zip", a.Zip, 10)
+	v.country(prefix+".country", a.Country)
+}
+
+func (v *violations) recurring(r *Recurring) {
+	if r.Type != nil {
+		switch *r.Type {
+		case "1-click", "recurring", "installment", "retry":
+		default:
+			v.add(famGeneral, "recurring.type", "recurring.type should be one of 1-click, recurring, installment, retry")
+		}
+	}
+	if r.RetryAttempt != nil && *r.RetryAttempt < 0 {
+		v.add(famGeneral, "recurring.retry_attempt", "recurring.retry_attempt should be 0 or greater")
+	}
+}
+
+func (v *violations) mpiData(m *MPIData, ps *PaymentSource) {
+	const p = "three_ds.mpi_data."
+	if s, ok := v.reqString(p+"cavv", m.CAVV, 50); ok && !validBase64(s) {
+		v.add(famGeneral, p+"cavv", p+"cavv should be base64-encoded")
+	}
+	if s, ok := v.reqString(p+"eci", m.ECI, 2); ok && !allDigits(s) {
+		v.add(famGeneral, p+"eci", p+"eci should have 1 or 2 digits")
+	}
+	major := 1 // version defaults to 1.0.0
+	if s, ok := v.optString(p+"version", m.Version, 10); ok {
+		if major, ok = mpiMajor(s); !ok {
+			v.add(famGeneral, p+"version", p+"version should be a 3-D Secure version such as 1.0.2 or 2.2.0")
+		}
+	} else if m.Version != nil {
+		major = 0 // too long: no xid rule
+	}
+	xid, xidOK := v.optString(p+"xid", m.XID, 50)
+	if m.XID == nil || (xidOK && strings.TrimSpace(xid) == "") {
+		pan := ""
+		if ps != nil && ps.Type != nil && *ps.Type == SourceCard && ps.CardNumber != nil {
+			pan = *ps.CardNumber
+		}
+		switch {
+		case major == 1:
+			v.add(famGeneral, p+"xid", p+"xid is required with 3-D Secure version 1.x.x")
+		case major == 2 && IsMastercard(pan):
+			v.add(famGeneral, p+"xid", p+"xid is required with 3-D Secure version 2.x.x and a Mastercard card")
+		}
+	}
+	v.optString(p+"ds_transaction_id", m.DSTransactionID, 50)
+}
+
+// chargeSource checks payment_source of a charge: card or token.
+func (v *violations) chargeSource(ps *PaymentSource, now time.Time) {
+	if ps == nil {
+		v.add(famGeneral, "payment_source", "payment_source is required")
+		return
+	}
+	if ps.Type == nil {
+		v.add(famGeneral, "payment_source.type", "payment_source.type is required")
+	} else {
+		switch t := *ps.Type; t {
+		case SourceCard:
+			v.card(ps, now)
+		case SourceToken:
+			v.reqString("payment_source.payment_token", ps.PaymentToken, 255)
+			v.cvv(ps.CardCVV, "", false)
+		case SourceWalletA, SourceWalletB:
+			v.add(famGeneral, "payment_source.type", "payment_source.type "+t+" is not accepted by charge: use the "+t+" endpoint")
+		default:
+			v.add(famGeneral, "payment_source.type", "payment_source.type should be card or token")
+		}
+	}
+	if ps.BillingAddress != nil {
+		v.address("payment_source.billing_address", ps.BillingAddress)
+	}
+}
+
+func (v *violations) card(ps *PaymentSource, now time.Time) {
+	const p = "payment_source."
+	pan, panKnown := "", false
+	if ps.CardNumber == nil {
+		v.add(famGeneral, p+"card_number", p+"card_number is required")
+	} else {
+		s := *ps.CardNumber
+		switch {
+		case s == "":
+			v.add(famGeneral, p+"card_number", p+"card_number must not be empty")
+		case !allDigits(s):
+			v.add(famCardNumber, p+"card_number", p+"card_number should contain digits only, without spaces or separators")
+		case len(s) < 12 || len(s) > 19:
+			v.add(famCardNumber, p+"card_number", p+"card_number should have 12 to 19 digits")
+			pan, panKnown = s, true
+		case !Luhn(s):
+			v.add(famCardNumber, p+"card_number", p+"card_number is not a valid card number (Luhn check failed)")
+			pan, panKnown = s, true
+		default:
+			pan, panKnown = s, true
+		}
+	}
+	v.reqString(p+"card_holder_name", ps.CardHolderName, 32)
+
+	month, monthOK := 0, false
+	if ps.CardExpMonth == nil {
+		v.add(famGeneral, p+"card_exp_month", p+"card_exp_month is required")
+	} else if month, monthOK = CardExpiryMonth(*ps.CardExpMonth); !monthOK {
+		v.add(famExpiry, p+"card_exp_month", p+"card_exp_month should be a month from 01 to 12")
+	}
+	year, yearOK := 0, false
+	if ps.CardExpYear == nil {
+		v.add(famGeneral, p+"card_exp_year", p+"card_exp_year is required")
+	} else if year, yearOK = CardExpiryYear(*ps.CardExpYear); !yearOK {
+		v.add(famExpiry, p+"card_exp_year", p+"card_exp_year should be a year of 4 digits, such as 2030")
+	}
+	if monthOK && yearOK && CardExpired(month, year, now) {
+		v.add(famExpiry, p+"card_exp_year", p+"card_exp_month and "+p+"card_exp_year are in the past: the card expired at the end of "+
+			twoDigits(month)+"/"+strconv.Itoa(year))
+	}
+	v.cvv(ps.CardCVV, pan, panKnown)
+}
+
+// cvv checks an optional card_cvv: 4 digits for an American-Express-type
+// number, 3 for any other known number, 3 or 4 when the number is unknown.
+func (v *violations) cvv(p *string, pan string, panKnown bool) {
+	if p == nil {
+		return
+	}
+	const attr = "payment_source.card_cvv"
+	s := *p
+	digits := allDigits(s)
+	switch {
+	case !panKnown:
+		if !digits || (len(s) != 3 && len(s) != 4) {
+			v.add(famCVV, attr, attr+" should have 3 or 4 digits")
+		}
+	case IsAmex(pan):
+		if !digits || len(s) != 4 {
+			v.add(famCVV, attr, attr+" should have exactly 4 digits for an American Express card")
+		}
+	default:
+		if !digits || len(s) != 3 {
+			v.add(famCVV, attr, attr+" should have exactly 3 digits")
+		}
+	}
+}
+
+// walletSource checks payment_source against the wallet endpoint's shape.
+func (v *violations) walletSource(ps *PaymentSource, walletType string) {
+	const p = "payment_source."
+	if ps == nil {
+		v.add(famGeneral, "payment_source", "payment_source is required")
+		return
+	}
+	if ps.Type == nil {
+		v.add(famGeneral, p+"type", p+"type is required")
+	} else if *ps.Type != walletType {
+		v.add(famGeneral, p+"type", p+"type should be "+walletType+" on this endpoint")
+	}
+	v.reqString(p+"signature", ps.Signature, 0)
+	if walletType == SourceWalletB {
+		v.reqString(p+"signedMessage", ps.SignedMessage, 0)
+		if ps.ProtocolVersion != nil {
+			switch *ps.ProtocolVersion {
+			case "ECv0", "ECv1", "ECv2":
+			default:
+				v.add(famGeneral, p+"protocolVersion", p+"protocolVersion should be ECv0, ECv1 or ECv2")
+			}
+		}
+		return
+	}
+	version, versionOK := v.reqString(p+"version", ps.Version, 0)
+	if versionOK && version != "EC_v1" && version != "RSA_v1" {
+		v.add(famGeneral, p+"version", p+"version should be EC_v1 or RSA_v1")
+	}
+	v.reqString(p+"data", ps.Data, 0)
+	if ps.Header == nil {
+		v.add(famGeneral, p+"header", p+"header is required")
+		return
+	}
+	h := ps.Header
+	v.reqString(p+"header.transactionId", h.TransactionID, 0)
+	v.reqString(p+"header.publicKeyHash", h.PublicKeyHash, 0)
+	switch version {
+	case "RSA_v1":
+		if h.WrappedKey == nil || strings.TrimSpace(*h.WrappedKey) == "" {
+			v.add(famGeneral, p+"header.wrappedKey", p+"header.wrappedKey is required when "+p+"version is RSA_v1")
+		}
+	case "EC_v1":
+		if h.EphemeralPublicKey == nil || strings.TrimSpace(*h.EphemeralPublicKey) == "" {
+			v.add(famGeneral, p+"header.ephemeralPublicKey", p+"header.ephemeralPublicKey is required when "+p+"version is EC_v1")
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Formats.
+
+func isASCIILetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
+
+func twoDigits(n int) string {
+	if n < 10 {
+		return "0" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
+}
+
+// validDate accepts exactly YYYY-MM-DD naming a real calendar date.
+func validDate(s string) bool {
+	if len(s) != 10 || !fixedDigits(s, "dddd-dd-dd") {
+		return false
+	}
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil
+}
+
+// validDateTime accepts exactly yyyy-MM-dd HH:mm:ss naming a real instant.
+func validDateTime(s string) bool {
+	if len(s) != 19 || !fixedDigits(s, "dddd-dd-dd dd:dd:dd") {
+		return false
+	}
+	_, err := time.Parse(time.DateTime, s)
+	return err == nil
+}
+
+// fixedDigits matches s against a pattern where 'd' is an ASCII digit and
+// every other byte must match itself.
+func fixedDigits(s, pattern string) bool {
+	if len(s) != len(pattern) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if pattern[i] == 'd' {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		} else if s[i] != pattern[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// validUUID accepts the 36-character 8-4-4-4-12 hexadecimal form, any
+// version, either letter case.
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// validHTTPURL accepts an absolute http or https URL with a host and no
+// whitespace or control characters.
+func validHTTPURL(s string) bool {
+	for _, r := range s {
+		if r <= 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Opaque != "" {
+		return false
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return false
+	}
+	if u.Hostname() == "" {
+		return false
+	}
+	if port := u.Port(); port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return false
+		}
+	}
+	return true
+}
+
+// validEmail accepts local@domain: an unquoted local part of at most 64
+// characters without spaces or the specials ()<>[]:;,\" and without
+// leading, trailing or doubled dots; a domain of at least two dot-separated
+// labels of letters, digits and inner hyphens (non-ASCII letters allowed).
+func validEmail(s string) bool {
+	at := strings.IndexByte(s, '@')
+	if at <= 0 || at != strings.LastIndexByte(s, '@') || at == len(s)-1 {
+		return false
+	}
+	local, domain := s[:at], s[at+1:]
+	if utf8.RuneCountInString(local) > 64 || local[0] == '.' || local[len(local)-1] == '.' || strings.Contains(local, "..") {
+		return false
+	}
+	for _, r := range local {
+		if r <= 0x20 || r == 0x7f || strings.ContainsRune(`()<>[]:;,\"`, r) {
+			return false
+		}
+	}
+	labels := strings.Split(domain, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || utf8.RuneCountInString(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, r := range l {
+			ok := r == '-' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') ||
+				(r >= 0xa0 && r != utf8.RuneError)
+			if !ok {
+				return false
+			}
+		}
+	}
+	return !allDigits(labels[len(labels)-1])
+}
+
+// validIP accepts a textual IPv4 or IPv6 address without a zone.
+func validIP(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Zone() == ""
+}
+
+// validCountry accepts 2 or 3 upper-case ASCII letters (ISO-3166 alpha-2 or
+// alpha-3 shape; the list itself is not checked).
+func validCountry(s string) bool {
+	if len(s) != 2 && len(s) != 3 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// validBase64 accepts standard base64, padded or not.
+func validBase64(s string) bool {
+	if _, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return true
+	}
+	_, err := base64.RawStdEncoding.DecodeString(s)
+	return err == nil
+}
+
+// mpiMajor parses a 3-D Secure version of one to three dot-separated
+// numbers whose first is 1 or 2 ("1.0.2", "2.2.0", "2.1") and returns it.
+func mpiMajor(s string) (int, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 3 {
+		return 0, false
+	}
+	for _, p := range parts {
+		if !allDigits(p) {
+			return 0, false
+		}
+	}
+	switch parts[0] {
+	case "1":
+		return 1, true
+	case "2":
+		return 2, true
+	}
+	return 0, false
+}
