@@ -249,7 +249,7 @@ func (n *Node) CreateMerchant(t testing.TB, rps int) *Merchant {
 	}
 	defer resp.Body.Close()
 	var out struct {
-		MerchantID string                                `json:"merchant_id"`
+		MerchantID string  `json:"merchant_id"`
 		API        keyPair `json:"api"`
 		Webhook    keyPair `json:"webhook"`
 	}

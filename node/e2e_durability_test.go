@@ -1,0 +1,171 @@
+package node_test
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/paygate/gateway/node/nodetest"
+)
+
+// Every acknowledged change survives SIGTERM (exit 0) and SIGKILL.
+func TestRestartKeepsAcknowledgedChanges(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	m := n.CreateMerchant(t, 10000)
+
+	type want struct{ status, settled, refunded int64 }
+	orders := map[string]string{}
+	for i := 0; i < 20; i++ {
+		id := newOrderID("dur")
+		m.Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 24))
+		orders[id] = "authorized"
+	}
+	for id := range orders {
+		m.WaitStatus(t, id, "authorized", 5*time.Second)
+	}
+	settled := 0
+	for id := range orders {
+		if settled == 10 {
+			break
+		}
+		if r := m.Post(t, "settle", map[string]any{"order_id": id, "amount": 1000}); r.Status != 200 {
+			t.Fatalf("settle: %s", r.Body)
+		}
+		orders[id] = "settled"
+		settled++
+	}
+	snapshot := func() map[string]string {
+		out := map[string]string{}
+		for id := range orders {
+			out[id] = string(m.Post(t, "status", map[string]any{"order_id": id}).Body)
+		}
+		return out
+	}
+	before := snapshot()
+
+	if err := n.Stop(20 * time.Second); err != nil {
+		t.Fatalf("SIGTERM must drain and exit 0: %v\n%s", err, n.Logs())
+	}
+	n.Restart()
+	check := func(when string) {
+		t.Helper()
+		after := snapshot()
+		for id, body := range before {
+			if after[id] != body {
+				t.Fatalf("%s: order %s changed:\nbefore %s\nafter  %s", when, id, body, after[id])
+			}
+		}
+	}
+	check("after SIGTERM")
+	// A write right before SIGKILL is acknowledged, so it must survive.
+	last := newOrderID("dur-last")
+	m.Post(t, "charge", chargeBody(last, "4111111111111111", 5, 24))
+	lastTxn := m.WaitStatus(t, last, "authorized", 5*time.Second).Body
+	before[last] = string(lastTxn)
+	orders[last] = "authorized"
+	n.Kill()
+	n.Restart()
+	check("after SIGKILL")
+}
+
+// Auto-settlement is scheduled durably: it happens after a restart too.
+func TestAutoSettleAfterRestart(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--settle-delay-unit", "1s"}})
+	m := n.CreateMerchant(t, 10000)
+	id := newOrderID("auto")
+	m.Post(t, "charge", chargeBody(id, "4111111111111111", 800, 2)) // settles 2 s after authorisation
+	m.WaitStatus(t, id, "authorized", 5*time.Second)
+	n.Kill()
+	time.Sleep(2500 * time.Millisecond) // the delay ends while the node is down
+	n.Restart()
+	st := m.WaitStatus(t, id, "settled", 10*time.Second)
+	if st.Num("settled_amount") != 800 {
+		t.Fatalf("auto-settle settles the full amount: %s", st.Body)
+	}
+	if txns, _ := st.Get("transactions").(map[string]any); len(txns) != 2 {
+		t.Fatalf("want auth and exactly one settle: %s", st.Body)
+	}
+}
+
+// An authorisation accepted (processing) but not answered when the node
+// dies is resumed after restart, once.
+func TestPendingAuthorisationResumesAfterKill(t *testing.T) {
+	dir := t.TempDir()
+	key := nodetest.NewKeyFile(t)
+	n := nodetest.Start(t, nodetest.Options{DataDir: dir, KeyFile: key, Args: []string{"--acquirer-latency", "30s"}})
+	m := n.CreateMerchant(t, 10000)
+	ids := []string{newOrderID("pend"), newOrderID("pend")}
+	for _, id := range ids {
+		if r := m.Post(t, "charge", chargeBody(id, "4111111111111111", 300, 24)); r.Str("status") != "processing" {
+			t.Fatalf("charge: %s", r.Body)
+		}
+	}
+	n.Kill()
+	// Same data dir, a fast acquirer this time.
+	n2 := nodetest.Start(t, nodetest.Options{DataDir: dir, KeyFile: key})
+	m2 := m.At(n2)
+	for _, id := range ids {
+		st := m2.WaitStatus(t, id, "authorized", 10*time.Second)
+		onlyTxn(t, st)
+	}
+	// Nothing else happens to them later.
+	time.Sleep(300 * time.Millisecond)
+	for _, id := range ids {
+		onlyTxn(t, m2.Post(t, "status", map[string]any{"order_id": id}))
+	}
+}
+
+// Card numbers never appear in clear in the data dir or in the logs.
+func TestNoCardNumberAtRest(t *testing.T) {
+	dir := t.TempDir()
+	n := nodetest.Start(t, nodetest.Options{DataDir: dir, Args: []string{"--log-level", "debug"}})
+	m := n.CreateMerchant(t, 10000)
+	cards := []string{"4111111111111111", "5555555555554444", "378282246310005", "4000000000000002", "4242424242424242"}
+	for _, c := range cards {
+		id := newOrderID("pan")
+		m.Post(t, "charge", chargeBody(id, c, 100, 24))
+	}
+	// A validation failure echoes nothing of the card either.
+	bad := chargeBody(newOrderID("pan-bad"), "4111111111111111", 100, 24)
+	bad["currency"] = "XXXX"
+	m.Post(t, "charge", bad)
+	time.Sleep(200 * time.Millisecond)
+	if err := n.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, c := range cards {
+			if bytes.Contains(data, []byte(c)) {
+				t.Errorf("card number %s in clear in %s", c, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 3 {
+		t.Fatalf("scanned only %d files: is the data dir right?", files)
+	}
+	logs := n.Logs()
+	if len(logs) == 0 {
+		t.Fatal("no log output captured")
+	}
+	for _, c := range cards {
+		if bytes.Contains([]byte(logs), []byte(c)) {
+			t.Errorf("card number %s in the node's log output", c)
+		}
+	}
+}
