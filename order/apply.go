@@ -87,9 +87,9 @@ func applyCreate(cur *Order, cmd *Command) (*Order, Outcome) {
 		Pending: &PendingAuth{TxnID: cmd.TxnID},
 	}
 	if c.ThreeDS != nil {
-		t := *c.ThreeDS
-		o.ThreeDS = &t
-		o.Pending.ThreeDS = &t
+		shown, sent := *c.ThreeDS, *c.ThreeDS
+		o.ThreeDS = &shown
+		o.Pending.ThreeDS = &sent
 	}
 	if o.Source.Billing != nil {
 		b := *o.Source.Billing
@@ -148,6 +148,11 @@ func applySettle(cur *Order, cmd *Command) (*Order, Outcome) {
 	}
 	amount := cmd.Amount
 	if cmd.Auto {
+		// The log itself enforces "when the delay ends": an early or
+		// unscheduled automatic settle changes nothing.
+		if cur.AutoSettleAt == 0 || cmd.Time < cur.AutoSettleAt {
+			return illegal(cur, "settle")
+		}
 		amount = cur.Amount
 	}
 	if amount <= 0 || amount > cur.Amount {

@@ -1,0 +1,239 @@
+package actors
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/vault"
+	"github.com/paygate/gateway/transport/acquirer"
+)
+
+// memProposer applies commands straight to a real store, in order: the
+// log without raft, so actor tests need no cluster.
+type memProposer struct {
+	mu    sync.Mutex
+	store *persistence.Store
+	index uint64
+	count atomic.Int64
+}
+
+func (p *memProposer) Propose(_ context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.store.NewBatch()
+	defer b.Close()
+	res := b.Apply(cmd)
+	p.index++
+	if err := b.Commit(p.index); err != nil {
+		return persistence.Result{}, err
+	}
+	p.count.Add(1)
+	return res, nil
+}
+
+type fixture struct {
+	store    *persistence.Store
+	proposer *memProposer
+	acq      *acquirer.Sandbox
+	reg      *Registry
+	deps     *Deps
+}
+
+func newFixture(t *testing.T, idle time.Duration) *fixture {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store, err := persistence.Open(t.TempDir(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	kek := make([]byte, 32)
+	rand.Read(kek)
+	v, err := vault.New(kek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{store: store, proposer: &memProposer{store: store}, acq: acquirer.NewSandbox(0)}
+	var ids atomic.Int64
+	f.deps = &Deps{
+		Proposer: f.proposer, Store: store, Acquirer: f.acq, Vault: v, Logger: logger,
+		Now: time.Now, NewID: func() string { return fmt.Sprintf("id-%06d", ids.Add(1)) },
+		SettleUnit: time.Millisecond, TokenTTL: time.Hour, IdleAfter: idle,
+		ProposeTimeout: 5 * time.Second, AuthAttempts: 3,
+	}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	t.Cleanup(system.Shutdown)
+	f.reg = NewRegistry(system, NewOrderActorProducer(f.deps, func() *Registry { return f.reg }))
+	t.Cleanup(func() { f.reg.StopAll(true) })
+	return f
+}
+
+func (f *fixture) create(t *testing.T, merchant, id, hash string, delay int64) *Reply {
+	t.Helper()
+	msg := &Create{
+		Merchant: merchant, OrderID: id, RequestHash: hash,
+		Data: order.CreateData{Amount: 1000, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: delay},
+		Card: &vault.Card{PAN: "4111111111111111", ExpMonth: "12", ExpYear: "2035", HolderName: "A B"},
+		CVV:  "123",
+	}
+	r, err := f.reg.Request(Key{merchant, id}, msg, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.(*Reply)
+}
+
+func (f *fixture) waitStatus(t *testing.T, merchant, id string, want order.Status) *order.Order {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		o, err := f.store.GetOrder(merchant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o != nil && o.Status == want {
+			return o
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("order %s never reached %s", id, want)
+	return nil
+}
+
+func TestCreateAuthorisesAndIssuesToken(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	r := f.create(t, "m1", "o1", "h1", 24)
+	if r.Err != nil || r.Reject != nil || r.Order.Status != order.StatusProcessing {
+		t.Fatalf("create: %+v", r)
+	}
+	o := f.waitStatus(t, "m1", "o1", order.StatusAuthorized)
+	if o.Source.PaymentToken == "" || o.Pending != nil || o.AutoSettleAt == 0 {
+		t.Fatalf("authorised order: %+v", o)
+	}
+	if tok, _ := f.store.Token(o.Source.PaymentToken); tok == nil || tok.Merchant != "m1" {
+		t.Fatalf("token record: %+v", tok)
+	}
+	if got := f.acq.Authorizations(o.Txns[0].ID); got != 1 {
+		t.Fatalf("authorisations = %d, want 1", got)
+	}
+}
+
+// Concurrent identical creates are serialised by the actor: one order, one
+// proposal of a create, one authorisation.
+func TestConcurrentIdenticalCreatesChargeOnce(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	var wg sync.WaitGroup
+	txns := make([]string, 40)
+	for i := range txns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := f.create(t, "m1", "same", "h", 24)
+			if r.Err != nil || r.Reject != nil {
+				t.Errorf("create %d: %+v", i, r)
+				return
+			}
+			txns[i] = r.TxnID
+		}()
+	}
+	wg.Wait()
+	for _, id := range txns {
+		if id != txns[0] {
+			t.Fatalf("different transactions: %v", txns)
+		}
+	}
+	f.waitStatus(t, "m1", "same", order.StatusAuthorized)
+	if n := f.acq.Total(); n != 1 {
+		t.Fatalf("acquirer authorisations = %d, want 1", n)
+	}
+	if r := f.create(t, "m1", "same", "other-hash", 24); r.Reject == nil || r.Reject.Kind != order.RejectConflict {
+		t.Fatalf("a different request with the same order_id: %+v", r)
+	}
+}
+
+// Idle actors retire; messages sent while they retire are never lost.
+func TestIdleActorsRetireWithoutLosingMessages(t *testing.T) {
+	f := newFixture(t, 5*time.Millisecond)
+	for i := range 20 {
+		f.create(t, "m1", fmt.Sprintf("o%d", i), "h", 24)
+	}
+	for i := range 20 {
+		f.waitStatus(t, "m1", fmt.Sprintf("o%d", i), order.StatusAuthorized)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for f.reg.Live() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := f.reg.Live(); n != 0 {
+		t.Fatalf("%d actors still live after idling", n)
+	}
+	// Hammer: requests race with retirement; every one must be answered.
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				id := fmt.Sprintf("o%d", (g*50+i)%20)
+				r, err := f.reg.Request(Key{"m1", id}, &Operation{Kind: order.KindVoid, Merchant: "m1", OrderID: id}, 5*time.Second)
+				if err != nil {
+					t.Errorf("request lost: %v", err)
+					return
+				}
+				if _, ok := r.(*Reply); ok {
+					answered.Add(1)
+				}
+				time.Sleep(time.Duration(i%3) * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	if answered.Load() != 400 {
+		t.Fatalf("answered %d of 400", answered.Load())
+	}
+	// Each order was voided exactly once; the rest were refused.
+	for i := range 20 {
+		o, _ := f.store.GetOrder("m1", fmt.Sprintf("o%d", i))
+		if o.Status != order.StatusVoided || len(o.Txns) != 2 {
+			t.Fatalf("order %d: %s with %d transactions", i, o.Status, len(o.Txns))
+		}
+	}
+}
+
+func TestSchedulerSettlesAndResumes(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	f.create(t, "m1", "auto", "h", 5) // 5 ms with SettleUnit = 1 ms
+	f.waitStatus(t, "m1", "auto", order.StatusAuthorized)
+	// A pending authorisation as a crash would leave it: proposed, never answered.
+	cmd := &order.Command{Kind: order.KindCreate, Time: time.Now().UnixNano(), Merchant: "m1", OrderID: "left",
+		TxnID: "txn-left", RequestHash: "h", Create: &order.CreateData{Amount: 50, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 24}}
+	o, _ := f.store.GetOrder("m1", "auto")
+	cmd.Create.Source = o.Source // reuse the sealed card of "auto"
+	if _, err := f.proposer.Propose(context.Background(), &persistence.Cmd{Order: cmd}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &Scheduler{Store: f.store, Registry: f.reg, Logger: f.deps.Logger, Now: time.Now, Poll: 2 * time.Millisecond}
+	go s.Run(ctx)
+	settled := f.waitStatus(t, "m1", "auto", order.StatusSettled)
+	if settled.SettledAmount != 1000 || len(settled.Txns) != 2 {
+		t.Fatalf("auto-settle: %+v", settled)
+	}
+	f.waitStatus(t, "m1", "left", order.StatusAuthorized)
+	if n := f.acq.Authorizations("txn-left"); n != 1 {
+		t.Fatalf("resumed authorisation made %d authorisations", n)
+	}
+}
