@@ -22,6 +22,7 @@ import (
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
 	"github.com/paygate/gateway/transport/server"
+	"github.com/paygate/gateway/transport/webhook"
 )
 
 // Node is a running gateway node.
@@ -37,6 +38,7 @@ type Node struct {
 	server    *server.Server
 	listener  net.Listener
 	acquirer  *acquirer.Sandbox
+	webhooks  *actors.Webhooks
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
@@ -100,9 +102,25 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	n.registry = actors.NewRegistry(n.system, actors.NewOrderActorProducer(deps, func() *actors.Registry { return n.registry }))
 
+	guard := &webhook.Guard{AllowPrivate: cfg.AllowPrivateCallbacks}
+	hookClient := webhook.NewClient(webhook.Config{Guard: guard, UserAgent: "paygate-webhooks/1"})
+	n.webhooks = actors.NewWebhooks(n.system, actors.WebhookConfig{
+		Store: n.store, Proposer: n.raft, Logger: logger, Now: time.Now, Attempt: hookClient.Deliver,
+		Keys: func(id string) (string, string, bool) {
+			m := n.merchants.ByID(id)
+			if m == nil {
+				return "", "", false
+			}
+			return m.WebhookPublicKey, m.WebhookSecret, true
+		},
+		RetryDelays: cfg.WebhookRetryDelays,
+		Poll:        min(max(cfg.WebhookRetryDelays[0]/10, 5*time.Millisecond), time.Second),
+	})
+
 	n.server = server.New(server.Config{
 		Logger: logger, Store: n.store, Cluster: n.raft, Registry: n.registry, Vault: n.vault,
 		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: derive(kek, "request-hash"),
+		CheckCallbackURL: guard.CheckURL, OnNotify: n.webhooks.Wake,
 	})
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
@@ -147,7 +165,10 @@ func (n *Node) loadMerchants() error {
 
 // onCommit runs on the FSM goroutine after each batch: keep the merchant
 // directory current. It must not block.
-func (n *Node) onCommit(_ []*persistence.Notification, merchants []*persistence.Merchant) {
+func (n *Node) onCommit(created []*persistence.Notification, merchants []*persistence.Merchant) {
+	if len(created) > 0 && n.webhooks != nil {
+		n.webhooks.Wake()
+	}
 	if merchants == nil {
 		if err := n.loadMerchants(); err != nil { // after a snapshot restore
 			n.logger.Error("reload merchants", "error", err)
@@ -214,6 +235,7 @@ func (n *Node) leaderWork(ctx context.Context) {
 	poll := n.cfg.SettleDelayUnit / 10
 	poll = min(max(poll, 5*time.Millisecond), time.Second)
 	sched := &actors.Scheduler{Store: n.store, Registry: n.registry, Logger: n.logger, Now: time.Now, Poll: poll}
+	go n.webhooks.Run(ctx)
 	sched.Run(ctx)
 }
 

@@ -163,3 +163,9 @@ func (v *View) Marshal() []byte {
 	}
 	return b
 }
+
+// FormatTimeMillis renders Unix nanoseconds as RFC 3339 with milliseconds,
+// for operators' views where attempt spacing matters.
+func FormatTimeMillis(ns int64) string {
+	return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}

@@ -19,6 +19,10 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
 		writeError(ctx, apierr.New(adminUnauthorized, "authorization", "admin bearer token missing or wrong"))
 		return
 	}
+	if route == "webhooks" || strings.HasPrefix(route, "webhooks/") {
+		s.serveWebhooks(ctx, strings.TrimPrefix(strings.TrimPrefix(route, "webhooks"), "/"))
+		return
+	}
 	if route == "merchants" {
 		if !ctx.IsPost() {
 			writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to create a merchant"))

@@ -59,7 +59,9 @@ type Config struct {
 	Now func() time.Time
 	// CheckCallbackURL refuses callback_url targets the SSRF guard forbids.
 	CheckCallbackURL func(raw string) error
-	// Admin handlers beyond merchants (cluster, webhooks) register here.
+	// OnNotify is called after an operator asks for a redelivery.
+	OnNotify func()
+	// Admin handlers beyond merchants and webhooks (cluster) register here.
 	AdminRoutes map[string]AdminHandler
 }
 

@@ -1,0 +1,329 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/transport/webhook"
+)
+
+// NotifyStore is what webhook delivery reads from the store.
+type NotifyStore interface {
+	DueNotifications(now int64, limit int) ([]*persistence.Notification, error)
+	PendingNotificationCount() (int, error)
+}
+
+// WebhookConfig configures notification delivery.
+type WebhookConfig struct {
+	Store    NotifyStore
+	Proposer Proposer
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// Attempt sends one notification (webhook.Client.Deliver in production).
+	Attempt func(ctx context.Context, d webhook.Delivery) webhook.Attempt
+	// Keys returns a merchant's webhook key pair.
+	Keys func(merchantID string) (publicKey, secret string, ok bool)
+	// RetryDelays are the retry offsets from the first attempt.
+	RetryDelays []time.Duration
+	// PerEndpoint bounds concurrent deliveries to one merchant endpoint.
+	PerEndpoint int
+	// AttemptTimeout bounds one attempt (connect + response).
+	AttemptTimeout time.Duration
+	// Poll is how often the outbox is scanned for due notifications.
+	Poll time.Duration
+}
+
+// Webhooks is the leader's notification delivery: a dispatcher over the
+// durable outbox and a supervised actor tree that makes the attempts.
+//
+//	supervisor ─┬─ endpoint actor (one per scheme://host:port) ─┬─ delivery actor (one per attempt)
+//	            └─ …                                            └─ … (at most PerEndpoint at once)
+//
+// The outbox (persistence) is the truth. A notification is handed to the
+// tree when due and leased until its attempt's result is committed; an
+// attempt that never reports back (a crash past the restart budget, a lost
+// message) is handed out again when its lease ends, so nothing is dropped,
+// and at-least-once delivery tolerates the rare duplicate.
+type Webhooks struct {
+	cfg        WebhookConfig
+	system     *actor.ActorSystem
+	supervisor *actor.PID
+	wake       chan struct{}
+
+	mu       sync.Mutex
+	inflight map[string]time.Time // notification id → lease end
+
+	m webhookMetrics
+}
+
+type webhookMetrics struct {
+	delivered, failed *metrics.Counter
+	latency           *metrics.PrometheusHistogram
+}
+
+// webhookLeaseSlack is added to an attempt's timeout to form its lease.
+const webhookLeaseSlack = 10 * time.Second
+
+// dueBatchNotifications bounds how many notifications one scan hands out.
+const dueBatchNotifications = 2000
+
+// NewWebhooks makes the delivery machinery; Run starts it.
+func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
+	if cfg.PerEndpoint <= 0 {
+		cfg.PerEndpoint = 16
+	}
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = 15 * time.Second
+	}
+	w := &Webhooks{
+		cfg: cfg, system: system, wake: make(chan struct{}, 1), inflight: map[string]time.Time{},
+		m: webhookMetrics{
+			delivered: metrics.GetOrCreateCounter(`gateway_webhook_delivered_total`),
+			failed:    metrics.GetOrCreateCounter(`gateway_webhook_failed_total`),
+			latency:   metrics.GetOrCreatePrometheusHistogram(`gateway_webhook_delivery_seconds`),
+		},
+	}
+	metrics.GetOrCreateGauge(`gateway_webhook_pending`, func() float64 {
+		n, err := cfg.Store.PendingNotificationCount()
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	})
+	return w
+}
+
+// Wake asks for an immediate scan (new notifications were committed).
+func (w *Webhooks) Wake() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers until ctx ends (leadership lost or shutdown).
+func (w *Webhooks) Run(ctx context.Context) {
+	props := actor.PropsFromProducer(func() actor.Actor { return &webhookSupervisor{w: w, endpoints: map[string]*actor.PID{}} },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider)))
+	w.supervisor = w.system.Root.Spawn(props)
+	defer w.system.Root.Stop(w.supervisor)
+	t := time.NewTicker(w.cfg.Poll)
+	defer t.Stop()
+	for {
+		w.dispatchDue()
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		case <-t.C:
+		}
+	}
+}
+
+func (w *Webhooks) dispatchDue() {
+	now := w.cfg.Now()
+	due, err := w.cfg.Store.DueNotifications(now.UnixNano(), dueBatchNotifications)
+	if err != nil {
+		w.cfg.Logger.Error("scan outbox", "error", err)
+		return
+	}
+	lease := now.Add(w.cfg.AttemptTimeout + webhookLeaseSlack)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range due {
+		if end, ok := w.inflight[n.ID]; ok && now.Before(end) {
+			continue
+		}
+		w.inflight[n.ID] = lease
+		w.system.Root.Send(w.supervisor, n)
+	}
+}
+
+func (w *Webhooks) release(id string) {
+	w.mu.Lock()
+	delete(w.inflight, id)
+	w.mu.Unlock()
+	w.Wake() // a slot is free, and a retry may be due at once
+}
+
+// endpointKey groups deliveries by where they go.
+func endpointKey(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}
+
+// webhookSupervisor routes each due notification to its endpoint's actor
+// and restarts endpoint actors that crash.
+type webhookSupervisor struct {
+	w         *Webhooks
+	endpoints map[string]*actor.PID
+}
+
+func (s *webhookSupervisor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *persistence.Notification:
+		key := endpointKey(m.URL)
+		pid, ok := s.endpoints[key]
+		if !ok {
+			props := actor.PropsFromProducer(func() actor.Actor { return &endpointActor{w: s.w} },
+				actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)))
+			pid = ctx.Spawn(props)
+			s.endpoints[key] = pid
+		}
+		ctx.Send(pid, m)
+	case *actor.Terminated:
+		for k, pid := range s.endpoints {
+			if pid.Equal(m.Who) {
+				delete(s.endpoints, k)
+			}
+		}
+	}
+}
+
+// endpointActor bounds how many deliveries to one endpoint run at once, so
+// a slow or dead endpoint holds its own slots and no one else's.
+type endpointActor struct {
+	w       *Webhooks
+	queue   []*persistence.Notification
+	running map[string]string // delivery actor id → notification id
+}
+
+type attemptDone struct{}
+
+func (e *endpointActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		e.running = map[string]string{}
+	case *persistence.Notification:
+		e.queue = append(e.queue, m)
+		e.fill(ctx)
+	case *actor.Terminated:
+		// A delivery actor finished, or gave up after its restarts: free
+		// its slot. Its lease makes the dispatcher retry a lost one.
+		if id, ok := e.running[m.Who.Id]; ok {
+			delete(e.running, m.Who.Id)
+			e.w.release(id)
+		}
+		e.fill(ctx)
+	case *actor.Restarting:
+		// The queue is in memory: hand it back so the fresh instance (same
+		// mailbox) takes it over. Running children are stopped by the
+		// restart; their leases cover them.
+		for _, n := range e.queue {
+			ctx.Send(ctx.Self(), n)
+		}
+	}
+}
+
+func (e *endpointActor) fill(ctx actor.Context) {
+	for len(e.running) < e.w.cfg.PerEndpoint && len(e.queue) > 0 {
+		n := e.queue[0]
+		e.queue = e.queue[1:]
+		props := actor.PropsFromProducer(func() actor.Actor { return &deliveryActor{w: e.w, n: n} })
+		pid := ctx.Spawn(props)
+		e.running[pid.Id] = n.ID
+	}
+}
+
+// deliveryActor makes one attempt at one notification and commits its
+// result. The producer captures the notification, so a supervised restart
+// after a crash attempts the same delivery again.
+type deliveryActor struct {
+	w *Webhooks
+	n *persistence.Notification
+}
+
+func (d *deliveryActor) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*actor.Started); !ok {
+		return
+	}
+	d.w.attempt(d.n)
+	ctx.Stop(ctx.Self())
+}
+
+// attempt sends n once and replicates the result with the next due time.
+func (w *Webhooks) attempt(n *persistence.Notification) {
+	upd := &persistence.NotifyUpdate{ID: n.ID}
+	pk, sk, ok := w.cfg.Keys(n.Merchant)
+	start := w.cfg.Now()
+	var res webhook.Attempt
+	if ok {
+		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AttemptTimeout)
+		res = w.cfg.Attempt(ctx, webhook.Delivery{URL: n.URL, Body: n.Body, PublicKey: pk, Secret: sk})
+		cancel()
+	} else {
+		res = webhook.Attempt{Error: "merchant webhook keys unknown"}
+	}
+	upd.Time = w.cfg.Now().UnixNano()
+	upd.Attempt = &persistence.AttemptRecord{At: start.UnixNano(), HTTPCode: res.HTTPCode, Error: res.Error, DurationNs: int64(res.Duration)}
+	upd.Delivered = res.Delivered
+	if !res.Delivered {
+		upd.NextDueAt = NextAttemptAt(n, start, w.cfg.RetryDelays)
+	}
+	metrics.GetOrCreateCounter(fmt.Sprintf(`gateway_webhook_attempts_total{result=%q}`, attemptResult(res))).Inc()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := w.cfg.Proposer.Propose(ctx, &persistence.Cmd{Notify: upd}); err != nil {
+		// Not committed: the notification stays due and is tried again.
+		w.cfg.Logger.Warn("webhook attempt result not committed", "notification_id", n.ID, "error", err)
+		return
+	}
+	switch {
+	case upd.Delivered:
+		w.m.delivered.Inc()
+		w.m.latency.Update(w.cfg.Now().Sub(time.Unix(0, n.CreatedAt)).Seconds())
+	case upd.NextDueAt == 0:
+		w.m.failed.Inc()
+		w.cfg.Logger.Warn("webhook delivery failed for good", "notification_id", n.ID, "merchant_id", n.Merchant, "order_id", n.OrderID)
+	}
+}
+
+// NextAttemptAt is when the attempt after a failed one is due: the retry
+// offsets count from the first attempt (contract section 6). It returns 0
+// when the schedule is exhausted.
+func NextAttemptAt(n *persistence.Notification, attemptAt time.Time, delays []time.Duration) int64 {
+	first := n.FirstAttemptAt
+	if first == 0 {
+		first = attemptAt.UnixNano()
+	}
+	failures := 1 // this attempt
+	for _, a := range n.Attempts {
+		if a.At >= first {
+			failures++
+		}
+	}
+	if failures > len(delays) {
+		return 0
+	}
+	return first + int64(delays[failures-1])
+}
+
+func attemptResult(a webhook.Attempt) string {
+	switch {
+	case a.Delivered:
+		return "delivered"
+	case strings.HasPrefix(a.Error, "http status"):
+		return "http_status"
+	case strings.Contains(a.Error, "SSRF"):
+		return "refused"
+	case strings.Contains(a.Error, "timeout"):
+		return "timeout"
+	case strings.HasPrefix(a.Error, "connect"):
+		return "connect"
+	case strings.HasPrefix(a.Error, "response is not"):
+		return "bad_answer"
+	}
+	return "other"
+}

@@ -1,0 +1,314 @@
+package node_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/paygate/gateway/node/nodetest"
+	"github.com/paygate/gateway/transport/signature"
+)
+
+// receiver is a merchant's notification endpoint on loopback. Each call
+// takes the next scripted answer; past the script it answers ok.
+type receiver struct {
+	t      *testing.T
+	srv    *httptest.Server
+	mu     sync.Mutex
+	calls  []call
+	script []func(w http.ResponseWriter)
+	hang   chan struct{}
+}
+
+type call struct {
+	at        time.Time
+	merchant  string
+	signature string
+	body      []byte
+}
+
+func newReceiver(t *testing.T, script ...func(w http.ResponseWriter)) *receiver {
+	r := &receiver{t: t, script: script}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.calls = append(r.calls, call{at: time.Now(), merchant: req.Header.Get("merchant"), signature: req.Header.Get("signature"), body: body})
+	i := len(r.calls) - 1
+	var answer func(http.ResponseWriter)
+	if i < len(r.script) {
+		answer = r.script[i]
+	}
+	hang := r.hang
+	r.mu.Unlock()
+	if hang != nil {
+		select {
+		case <-hang:
+		case <-req.Context().Done():
+		}
+		return
+	}
+	if answer == nil {
+		answer = ok
+	}
+	answer(w)
+}
+
+func (r *receiver) URL() string { return r.srv.URL + "/hook" }
+
+func (r *receiver) Calls() []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]call(nil), r.calls...)
+}
+
+func (r *receiver) waitCalls(n int, timeout time.Duration) []call {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if c := r.Calls(); len(c) >= n {
+			return c
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.t.Fatalf("receiver got %d calls, want %d", len(r.Calls()), n)
+	return nil
+}
+
+func ok(w http.ResponseWriter) { w.Header().Set("Content-Type", "application/json"); w.Write([]byte(`{"status":"ok"}`)) }
+func fail500(w http.ResponseWriter) { w.WriteHeader(500) }
+func notOK(w http.ResponseWriter) { w.Write([]byte(`{"status":"received"}`)) }
+
+func chargeWithCallback(m *nodetest.Merchant, t *testing.T, url string) string {
+	t.Helper()
+	id := newOrderID("hook")
+	body := chargeBody(id, "4111111111111111", 1200, 24)
+	body["callback_url"] = url
+	if r := m.Post(t, "charge", body); r.Status != 200 {
+		t.Fatalf("charge: %s", r.Body)
+	}
+	return id
+}
+
+func listDeliveries(t *testing.T, n *nodetest.Node, merchant, orderID string) []map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/admin/v1/webhooks?merchant_id=%s&order_id=%s", n.URL(), merchant, orderID), nil)
+	req.Header.Set("Authorization", "Bearer "+nodetest.AdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Deliveries []map[string]any `json:"deliveries"`
+	}
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || json.Unmarshal(data, &out) != nil {
+		t.Fatalf("list deliveries: %d %s", resp.StatusCode, data)
+	}
+	return out.Deliveries
+}
+
+func TestWebhookDeliveredSigned(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	m := n.CreateMerchant(t, 10000)
+	rcv := newReceiver(t)
+	id := chargeWithCallback(m, t, rcv.URL())
+	c := rcv.waitCalls(1, 5*time.Second)[0]
+	if c.merchant != m.WebhookPK {
+		t.Fatalf("merchant header %q, want the webhook public key", c.merchant)
+	}
+	if !signature.Verify(m.WebhookPK, m.WebhookSK, c.body, []byte(c.signature)) {
+		t.Fatal("notification signature does not verify with the webhook key pair")
+	}
+	var body map[string]any
+	json.Unmarshal(c.body, &body)
+	if body["order_id"] != id || body["status"] != "authorized" || body["transactions"] == nil || body["payment_source"] == nil {
+		t.Fatalf("notification body: %s", c.body)
+	}
+	if strings.Contains(string(c.body), "4111111111111111") {
+		t.Fatal("notification carries the card number")
+	}
+	// A status change later (settle) sends a second one.
+	m.Post(t, "settle", map[string]any{"order_id": id, "amount": 1200})
+	c2 := rcv.waitCalls(2, 5*time.Second)[1]
+	if !strings.Contains(string(c2.body), `"status":"settled"`) {
+		t.Fatalf("second notification: %s", c2.body)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := len(rcv.Calls()); got != 2 {
+		t.Fatalf("delivered notifications are not sent again: %d calls", got)
+	}
+	d := listDeliveries(t, n, m.ID, id)
+	if len(d) != 2 || d[0]["state"] != "delivered" || d[1]["state"] != "delivered" {
+		t.Fatalf("admin view: %v", d)
+	}
+}
+
+// Three failures (500, not-ok body, 500) then success, at the configured
+// offsets from the first attempt.
+func TestWebhookRetriesOnSchedule(t *testing.T) {
+	delays := []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, 1200 * time.Millisecond, 2400 * time.Millisecond}
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--webhook-retry-delays", "300ms,600ms,1200ms,2400ms"}})
+	m := n.CreateMerchant(t, 10000)
+	rcv := newReceiver(t, fail500, notOK, fail500)
+	id := chargeWithCallback(m, t, rcv.URL())
+	calls := rcv.waitCalls(4, 10*time.Second)
+	first := calls[0].at
+	for i := 1; i < 4; i++ {
+		off := calls[i].at.Sub(first)
+		if off < delays[i-1]-20*time.Millisecond || off > delays[i-1]+700*time.Millisecond {
+			t.Errorf("attempt %d at +%s, want about +%s", i+1, off, delays[i-1])
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	d := listDeliveries(t, n, m.ID, id)
+	if len(d) != 1 || d[0]["state"] != "delivered" {
+		t.Fatalf("admin view: %v", d)
+	}
+	attempts := d[0]["attempts"].([]any)
+	if len(attempts) != 4 {
+		t.Fatalf("want 4 attempts recorded: %v", attempts)
+	}
+	a0 := attempts[0].(map[string]any)
+	if a0["http_code"] != float64(500) || a0["error"] == "" {
+		t.Fatalf("first attempt record: %v", a0)
+	}
+	if a1 := attempts[1].(map[string]any); !strings.Contains(fmt.Sprint(a1["error"]), "status") {
+		t.Fatalf("a 200 without status ok is a failed attempt: %v", a1)
+	}
+}
+
+// After the last retry the delivery is failed and visible; redeliver sends it again.
+func TestWebhookFailsThenRedeliver(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--webhook-retry-delays", "100ms,200ms"}})
+	m := n.CreateMerchant(t, 10000)
+	rcv := newReceiver(t, fail500, fail500, fail500)
+	id := chargeWithCallback(m, t, rcv.URL())
+	rcv.waitCalls(3, 5*time.Second)
+	var d []map[string]any
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if d = listDeliveries(t, n, m.ID, id); len(d) == 1 && d[0]["state"] == "failed" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if d[0]["state"] != "failed" || len(d[0]["attempts"].([]any)) != 3 {
+		t.Fatalf("want failed after 3 attempts: %v", d)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if len(rcv.Calls()) != 3 {
+		t.Fatalf("a failed delivery is not retried: %d calls", len(rcv.Calls()))
+	}
+	req, _ := http.NewRequest("POST", n.URL()+"/admin/v1/webhooks/"+d[0]["id"].(string)+"/redeliver", nil)
+	req.Header.Set("Authorization", "Bearer "+nodetest.AdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("redeliver: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	rcv.waitCalls(4, 5*time.Second)
+	deadline = time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if d = listDeliveries(t, n, m.ID, id); d[0]["state"] == "delivered" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("redelivered notification not marked delivered: %v", d)
+}
+
+// SIGKILL while a retry is pending: after restart the notification still
+// arrives, on the remaining schedule (not restarted from the beginning).
+func TestWebhookSurvivesKill(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--webhook-retry-delays", "2s,4s"}})
+	m := n.CreateMerchant(t, 10000)
+	rcv := newReceiver(t, fail500)
+	chargeWithCallback(m, t, rcv.URL())
+	first := rcv.waitCalls(1, 5*time.Second)[0].at
+	n.Kill()
+	n.Restart()
+	c := rcv.waitCalls(2, 10*time.Second)
+	off := c[1].at.Sub(first)
+	if off < 2*time.Second-20*time.Millisecond || off > 3500*time.Millisecond {
+		t.Fatalf("retry after restart at +%s, want about +2s from the first attempt", off)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if len(rcv.Calls()) != 2 {
+		t.Fatalf("delivered notification sent again: %d calls", len(rcv.Calls()))
+	}
+}
+
+// A hanging endpoint of merchant A does not hold up merchant B.
+func TestWebhookSlowEndpointDoesNotStarveOthers(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	a := n.CreateMerchant(t, 10000)
+	b := n.CreateMerchant(t, 10000)
+	hung := newReceiver(t)
+	hung.hang = make(chan struct{})
+	defer close(hung.hang)
+	fast := newReceiver(t)
+	for range 40 { // more than one endpoint's concurrency
+		chargeWithCallback(a, t, hung.URL())
+	}
+	hung.waitCalls(1, 5*time.Second)
+	start := time.Now()
+	chargeWithCallback(b, t, fast.URL())
+	fast.waitCalls(1, 3*time.Second)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("merchant B's notification took %s behind a hanging endpoint", d)
+	}
+}
+
+// Request-time SSRF refusal on a node that does not allow private callbacks;
+// a canary on loopback sees no connection.
+func TestCallbackURLRefusedWithoutPrivateCallbacks(t *testing.T) {
+	canary, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer canary.Close()
+	var hits atomic.Int64
+	go func() {
+		for {
+			c, err := canary.Accept()
+			if err != nil {
+				return
+			}
+			hits.Add(1)
+			c.Close()
+		}
+	}()
+	port := canary.Addr().(*net.TCPAddr).Port
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--allow-private-callbacks=false"}})
+	m := n.CreateMerchant(t, 10000)
+	for _, u := range []string{
+		fmt.Sprintf("http://127.0.0.1:%d/", port), fmt.Sprintf("http://[::1]:%d/", port),
+		fmt.Sprintf("http://2130706433:%d/", port), fmt.Sprintf("http://localhost:%d/", port),
+		"http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "ftp://example.com/",
+	} {
+		body := chargeBody(newOrderID("ssrf"), "4111111111111111", 100, 24)
+		body["callback_url"] = u
+		r := m.Post(t, "charge", body)
+		if r.Status != 422 || !r.HasMessage("callback_url") {
+			t.Errorf("callback_url %s: %d %s", u, r.Status, r.Body)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if hits.Load() != 0 {
+		t.Fatalf("canary got %d connections", hits.Load())
+	}
+}
