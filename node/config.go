@@ -26,6 +26,14 @@ type Config struct {
 	SettleDelayUnit       time.Duration
 	AcquirerLatency       time.Duration
 
+	// Wallet flags (contract section 10).
+	WalletAMerchantID        string
+	WalletAProcessingKeyFile string
+	WalletARootCertFile      string
+	WalletBRecipientID       string
+	WalletBPrivateKeyFile    string
+	WalletBRootKeysFile      string
+
 	// Tuning knobs that are not flags of the contract.
 	ActorIdleAfter    time.Duration // idle order actors retire after this
 	TokenTTL          time.Duration // payment token lifetime

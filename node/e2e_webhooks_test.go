@@ -87,9 +87,12 @@ func (r *receiver) waitCalls(n int, timeout time.Duration) []call {
 	return nil
 }
 
-func ok(w http.ResponseWriter) { w.Header().Set("Content-Type", "application/json"); w.Write([]byte(`{"status":"ok"}`)) }
+func ok(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"status":"ok"}`))
+}
 func fail500(w http.ResponseWriter) { w.WriteHeader(500) }
-func notOK(w http.ResponseWriter) { w.Write([]byte(`{"status":"received"}`)) }
+func notOK(w http.ResponseWriter)   { w.Write([]byte(`{"status":"received"}`)) }
 
 func chargeWithCallback(m *nodetest.Merchant, t *testing.T, url string) string {
 	t.Helper()

@@ -117,10 +117,15 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		Poll:        min(max(cfg.WebhookRetryDelays[0]/10, 5*time.Millisecond), time.Second),
 	})
 
+	wallets, err := n.wallets()
+	if err != nil {
+		return nil, err
+	}
 	n.server = server.New(server.Config{
 		Logger: logger, Store: n.store, Cluster: n.raft, Registry: n.registry, Vault: n.vault,
 		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: derive(kek, "request-hash"),
 		CheckCallbackURL: guard.CheckURL, OnNotify: n.webhooks.Wake,
+		Wallets: wallets, Forms: n.forms(),
 	})
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)

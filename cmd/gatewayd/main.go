@@ -40,6 +40,12 @@ func run(args []string) int {
 	delays := fs.String("webhook-retry-delays", "15m,30m,1h,2h,4h,8h,16h,24h", "notification retry offsets from the first attempt")
 	fs.DurationVar(&cfg.SettleDelayUnit, "settle-delay-unit", cfg.SettleDelayUnit, "length of one settle.delay_hours hour")
 	fs.DurationVar(&cfg.AcquirerLatency, "acquirer-latency", 0, "sandbox acquirer answer delay")
+	fs.StringVar(&cfg.WalletAMerchantID, "walleta-merchant-id", "", "walleta-pay merchant identifier (KDF party V is its SHA-256)")
+	fs.StringVar(&cfg.WalletAProcessingKeyFile, "walleta-processing-key-file", "", "walleta-pay processing private key(s), PEM")
+	fs.StringVar(&cfg.WalletARootCertFile, "walleta-root-cert-file", "", "walleta-pay root certificate the signing chain must reach, PEM")
+	fs.StringVar(&cfg.WalletBRecipientID, "walletb-recipient-id", "", "walletb-pay recipient id, e.g. gateway:<id>")
+	fs.StringVar(&cfg.WalletBPrivateKeyFile, "walletb-private-key-file", "", "walletb-pay recipient private key, PEM EC P-256")
+	fs.StringVar(&cfg.WalletBRootKeysFile, "walletb-root-keys-file", "", "walletb-pay root signing keys, the provider's JSON list")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 
 	if err := applyEnv(fs); err != nil {

@@ -54,8 +54,10 @@ func ignoreNow[R any](f func(*R) *apierr.Error) func(*R, time.Time) *apierr.Erro
 	return func(r *R, _ time.Time) *apierr.Error { return f(r) }
 }
 
+// merchantEndpoints lists every signed operation under /api/v3 and /api/v1.
+// Feature files add theirs (walletEndpoints, formEndpoints).
 func (s *Server) merchantEndpoints() map[string]endpoint {
-	return map[string]endpoint{
+	eps := map[string]endpoint{
 		"charge": operation(api.ValidateCharge, (*Server).charge),
 		"settle": operation(ignoreNow(api.ValidateSettle), func(s *Server, c *call, r *api.SettleRequest) answer {
 			return s.operate(c, order.KindSettle, *r.OrderID, *r.Amount, "")
@@ -68,6 +70,12 @@ func (s *Server) merchantEndpoints() map[string]endpoint {
 		}),
 		"status": operation(ignoreNow(api.ValidateStatus), (*Server).status),
 	}
+	for _, extra := range []map[string]endpoint{s.walletEndpoints(), s.formEndpoints()} {
+		for name, ep := range extra {
+			eps[name] = ep
+		}
+	}
+	return eps
 }
 
 func (s *Server) serveMerchant(ctx *fasthttp.RequestCtx, op string) {

@@ -63,6 +63,10 @@ type Config struct {
 	OnNotify func()
 	// Admin handlers beyond merchants and webhooks (cluster) register here.
 	AdminRoutes map[string]AdminHandler
+	// Wallets decrypts wallet payment credentials (nil: wallets off).
+	Wallets WalletDecrypter
+	// Forms configures the hosted payment form and 3-D Secure pages.
+	Forms FormConfig
 }
 
 // AdminHandler serves one admin route. It writes a JSON answer.
@@ -110,6 +114,9 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	if len(ctx.Request.Body()) > BodyBytesMax {
 		writeError(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"))
+		return
+	}
+	if s.servePages(ctx, path) {
 		return
 	}
 	switch {
