@@ -1,0 +1,52 @@
+// Command gatewayctl is the operator's CLI for a gateway cluster.
+//
+// Subcommands register themselves from their own files (cluster.go,
+// wallet.go, ...) so each feature keeps its CLI beside nothing else.
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand: it parses its own flags from args.
+type command struct {
+	summary string
+	run     func(args []string) int
+}
+
+var commands = map[string]command{}
+
+func register(name, summary string, run func(args []string) int) {
+	commands[name] = command{summary: summary, run: run}
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		os.Exit(2)
+	}
+	cmd, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "gatewayctl: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	os.Exit(cmd.run(os.Args[2:]))
+}
+
+func usage() {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("usage: gatewayctl <command> [flags]\n\ncommands:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-14s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(os.Stderr, b.String())
+}
