@@ -159,13 +159,14 @@ func TestDeliver500(t *testing.T) {
 
 func TestDeliverTimeoutAwaitingResponse(t *testing.T) {
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
 	url, addr := receiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select { // never answers in time
+		io.Copy(io.Discard, r.Body) // lets the server notice the client leaving
+		select {                    // never answers in time
 		case <-r.Context().Done():
 		case <-release:
 		}
 	}))
+	t.Cleanup(func() { close(release) }) // runs before the server's Close
 	const rt = 300 * time.Millisecond
 	c, _ := clientFor(t, Config{ConnectTimeout: time.Second, ResponseTimeout: rt}, addr)
 	start := time.Now()
@@ -183,8 +184,8 @@ func TestDeliverTimeoutAwaitingResponse(t *testing.T) {
 // (ConnectTimeout + ResponseTimeout) ends it.
 func TestDeliverTimeoutReadingBody(t *testing.T) {
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
 	url, addr := receiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client leaving
 		w.WriteHeader(200)
 		io.WriteString(w, `{"status":`)
 		w.(http.Flusher).Flush()
@@ -193,6 +194,7 @@ func TestDeliverTimeoutReadingBody(t *testing.T) {
 		case <-release:
 		}
 	}))
+	t.Cleanup(func() { close(release) })
 	c, _ := clientFor(t, Config{ConnectTimeout: 200 * time.Millisecond, ResponseTimeout: 200 * time.Millisecond}, addr)
 	start := time.Now()
 	a := c.Deliver(context.Background(), testDelivery(url))
@@ -206,13 +208,14 @@ func TestDeliverTimeoutReadingBody(t *testing.T) {
 
 func TestDeliverCanceled(t *testing.T) {
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
 	url, addr := receiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client leaving
 		select {
 		case <-r.Context().Done():
 		case <-release:
 		}
 	}))
+	t.Cleanup(func() { close(release) })
 	c, _ := clientFor(t, Config{}, addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)

@@ -110,7 +110,12 @@ func (g *Guard) CheckURL(raw string) error {
 }
 
 // DialContext dials address ("host:port") through the guard, for
-// http.Transport.DialContext and the like. See [Guard.dial] for the rules.
+// http.Transport.DialContext and the like. Unless AllowPrivate, it refuses
+// before any socket exists: networks other than TCP, non-numeric or
+// out-of-range ports, ambiguous numeric hosts and reserved names (neither is
+// ever sent to DNS), and every resolved address in the forbidden set; it then
+// connects to the remaining addresses in order, each socket also vetted by
+// [Guard.Control]. Refusals wrap [ErrRefused].
 func (g *Guard) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	return g.dial(ctx, &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, network, address)
 }
@@ -138,7 +143,8 @@ func (g *Guard) Control(network, address string, _ syscall.RawConn) error {
 }
 
 // dial resolves the host itself and connects only to permitted addresses, in
-// order, with d's settings (its Timeout bounds the whole dial) plus Control.
+// order, with d's settings (its Timeout bounds resolution and all connects
+// together) plus Control.
 // Without AllowPrivate, before any socket exists it refuses: networks other
 // than TCP, ports that are not numbers in range, ambiguous numeric hosts and
 // reserved names (neither is ever sent to DNS), and every resolved address in
@@ -149,15 +155,15 @@ func (g *Guard) dial(ctx context.Context, d *net.Dialer, network, address string
 	if g.AllowPrivate {
 		return dd.DialContext(ctx, network, address)
 	}
-	addrs, port, err := g.resolve(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
 	if dd.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, dd.Timeout)
 		defer cancel()
 		dd.Timeout = 0
+	}
+	addrs, port, err := g.resolve(ctx, network, address)
+	if err != nil {
+		return nil, err
 	}
 	var firstErr error
 	for _, a := range addrs {
