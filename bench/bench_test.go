@@ -1,0 +1,348 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+)
+
+func TestParseTarget(t *testing.T) {
+	for _, tc := range []struct {
+		in, base string
+		ok       bool
+	}{
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080", true},
+		{"http://127.0.0.1:8080/", "http://127.0.0.1:8080", true},
+		{"http://127.0.0.1:8080/api/v3/", "http://127.0.0.1:8080", true},
+		{"http://localhost:9000", "http://localhost:9000", true},
+		{"http://[::1]:9000", "http://[::1]:9000", true},
+		{"http://127.1.2.3", "http://127.1.2.3:80", true},
+		{"http://10.0.0.1:8080", "", false},
+		{"http://example.com:8080", "", false},
+		{"https://127.0.0.1:8443", "", false},
+		{"http://127.0.0.1:8080/other", "", false},
+		{"127.0.0.1:8080", "", false},
+	} {
+		base, _, err := ParseTarget(tc.in)
+		if (err == nil) != tc.ok || base != tc.base {
+			t.Errorf("ParseTarget(%q) = %q, %v; want %q, ok=%v", tc.in, base, err, tc.base, tc.ok)
+		}
+	}
+}
+
+func TestParseMix(t *testing.T) {
+	m, err := ParseMix("charge=50, status=40,lifecycle=10")
+	if err != nil || m.String() != "charge=50,lifecycle=10,status=40" {
+		t.Fatalf("ParseMix = %v, %v", m, err)
+	}
+	for _, bad := range []string{"charge", "charge=x", "charge=-1", "refund=5", "charge=0", "charge=1,charge=2", ""} {
+		if _, err := ParseMix(bad); err == nil {
+			t.Errorf("ParseMix(%q) accepted", bad)
+		}
+	}
+}
+
+func TestChargeBodyIsValidJSON(t *testing.T) {
+	var v map[string]any
+	for _, b := range [][]byte{
+		appendChargeBody(nil, "o-1", ""), appendChargeBody(nil, "o-1", "http://127.0.0.1:1/hook"),
+		appendAmountBody(nil, "o-1", 510), appendStatusBody(nil, "o-1"),
+	} {
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Errorf("%s: %v", b, err)
+		}
+	}
+	if v := map[string]any{}; json.Unmarshal(appendChargeBody(nil, "o-1", "http://h/hook"), &v) != nil || v["callback_url"] != "http://h/hook" {
+		t.Errorf("callback_url missing: %v", v)
+	}
+}
+
+// baseConfig is a tiny run against the fake.
+func baseConfig(g *fakeGateway, m *fakeMerchant, workload string) Config {
+	return Config{
+		Targets: []string{g.url}, MerchantKey: m.APIPK, MerchantSecret: m.APISK,
+		WebhookKey: m.WebhookPK, WebhookSecret: m.WebhookSK,
+		Workload: workload, Concurrency: 2, Duration: time.Second, Orders: 20,
+		Timeout: 2 * time.Second, WebhookWait: 5 * time.Second,
+	}
+}
+
+// TestWorkloads runs every workload for about a second against the fake and
+// checks that each expected operation succeeded and the JSON report's shape.
+func TestWorkloads(t *testing.T) {
+	mix, _ := ParseMix("charge=1,status=1,lifecycle=1")
+	for _, tc := range []struct {
+		workload string
+		ops      []string
+		tweak    func(*Config)
+	}{
+		{WorkloadCharge, []string{"charge"}, nil},
+		{WorkloadLifecycle, []string{"lifecycle", "lifecycle.charge", "lifecycle.poll", "lifecycle.authorize",
+			"lifecycle.settle", "lifecycle.refund", "lifecycle.status"}, nil},
+		{WorkloadStatus, []string{"status"}, nil},
+		{WorkloadMixed, []string{"charge", "status", "lifecycle", "lifecycle.settle"}, func(c *Config) { c.Mix = mix }},
+		{WorkloadCeiling, []string{"healthz"}, func(c *Config) { c.MerchantKey, c.MerchantSecret = "", "" }},
+		{WorkloadWebhooks, []string{"charge", "webhook"}, nil},
+		{"charge-open-loop", []string{"charge"}, func(c *Config) { c.Workload, c.Rate = WorkloadCharge, 200 }},
+		{"lifecycle-with-warmup", []string{"lifecycle"}, func(c *Config) {
+			c.Workload, c.Warmup, c.Duration = WorkloadLifecycle, 300*time.Millisecond, 700*time.Millisecond
+		}},
+	} {
+		t.Run(tc.workload, func(t *testing.T) {
+			t.Parallel()
+			g, m := startFake(t)
+			cfg := baseConfig(g, m, tc.workload)
+			if tc.tweak != nil {
+				tc.tweak(&cfg)
+			}
+			rep, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var summary bytes.Buffer
+			rep.WriteSummary(&summary)
+			t.Logf("\n%s", summary.String())
+			for _, op := range tc.ops {
+				if o := rep.Ops[op]; o.Count == 0 || o.Throughput <= 0 || o.P50US > o.P99US || o.P99US > o.MaxUS {
+					t.Errorf("op %s: %+v", op, o)
+				}
+			}
+			if rep.Errors.Total != 0 || g.badAuth.Load() != 0 {
+				t.Errorf("errors %+v, refused signatures %d", rep.Errors, g.badAuth.Load())
+			}
+			if rep.Duration != cfg.Duration.Seconds() || rep.Interrupted {
+				t.Errorf("duration %v interrupted %v", rep.Duration, rep.Interrupted)
+			}
+			if cfg.Workload == WorkloadWebhooks {
+				wh := rep.Webhooks
+				if wh == nil || wh.Delivered == 0 || wh.Delivered != wh.Expected || wh.Undelivered != 0 || wh.BadSignature != 0 ||
+					wh.Duplicates != 0 || wh.Unmatched != 0 ||
+					wh.Delivered != rep.Ops["webhook"].Count {
+					t.Errorf("webhooks %+v", wh)
+				}
+			}
+			if cfg.Rate > 0 {
+				ol := rep.OpenLoop
+				if ol == nil || ol.Scheduled == 0 || ol.Scheduled != ol.Sent+ol.Dropped || rep.Loop != "open" {
+					t.Errorf("open loop %+v", ol)
+				}
+			}
+			checkReportJSON(t, rep, tc.ops)
+		})
+	}
+}
+
+// checkReportJSON writes the report and reads it back as plain JSON to check
+// the documented field names.
+func checkReportJSON(t *testing.T, rep *Report, ops []string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := rep.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"workload", "target", "concurrency", "rate", "duration", "started_at", "machine", "ops", "errors"} {
+		if _, ok := v[k]; !ok {
+			t.Errorf("report JSON lacks %q", k)
+		}
+	}
+	machine, _ := v["machine"].(map[string]any)
+	for _, k := range []string{"cpus", "go_version", "os"} {
+		if _, ok := machine[k]; !ok {
+			t.Errorf("machine lacks %q", k)
+		}
+	}
+	errs, _ := v["errors"].(map[string]any)
+	for _, k := range []string{"total", "by_status", "by_code", "other"} {
+		if _, ok := errs[k]; !ok {
+			t.Errorf("errors lacks %q", k)
+		}
+	}
+	opsJSON, _ := v["ops"].(map[string]any)
+	for _, op := range ops {
+		o, _ := opsJSON[op].(map[string]any)
+		for _, k := range []string{"count", "errors", "throughput", "p50_us", "p90_us", "p99_us", "p999_us", "max_us"} {
+			if _, ok := o[k].(float64); !ok {
+				t.Errorf("ops.%s lacks number %q", op, k)
+			}
+		}
+	}
+	back, err := LoadReports(path)
+	if err != nil || len(back) != 1 || back[0].Ops[ops[0]].Count != rep.Ops[ops[0]].Count {
+		t.Errorf("LoadReports: %v, %+v", err, back)
+	}
+}
+
+// TestOpenLoopCountsStallFromIntendedTime stalls the whole server for 200 ms
+// once. The open loop keeps its arrival schedule, so every arrival due during
+// the stall waits, and its latency from its intended send time shows it: the
+// stall fills the top percentiles rather than the handful of requests that
+// happened to be in flight.
+func TestOpenLoopCountsStallFromIntendedTime(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Rate, cfg.Concurrency, cfg.Queue, cfg.Duration = 200, 4, 1000, 1200*time.Millisecond
+	const stall = 200 * time.Millisecond
+	g.stall(time.Now().Add(400*time.Millisecond), stall)
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rep.Ops["charge"]
+	t.Logf("charge %+v, open loop %+v", o, *rep.OpenLoop)
+	// Arrivals every 5 ms during the stall wait 200 ms down to 0: about 40 of
+	// about 240, spread evenly, so the top 1 % all waited more than 100 ms.
+	if o.MaxUS < 190_000 || o.P999US < 190_000 {
+		t.Errorf("max %dµs p99.9 %dµs: the 200 ms stall is missing", o.MaxUS, o.P999US)
+	}
+	if o.P99US < 100_000 {
+		t.Errorf("p99 %dµs: arrivals queued behind the stall were not measured from their intended time", o.P99US)
+	}
+	if o.P50US > 50_000 {
+		t.Errorf("p50 %dµs: outside the stall the server answers at once", o.P50US)
+	}
+	if rep.OpenLoop.Late < 10 || rep.OpenLoop.Dropped != 0 {
+		t.Errorf("late %d dropped %d: want the stalled arrivals late, none dropped with a deep queue", rep.OpenLoop.Late, rep.OpenLoop.Dropped)
+	}
+}
+
+// TestOpenLoopDropsWhenQueueFull: with one worker and one queue place, the
+// arrivals due during a stall are dropped and counted, not silently delayed.
+func TestOpenLoopDropsWhenQueueFull(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Rate, cfg.Concurrency, cfg.Queue, cfg.Duration = 500, 1, 1, 600*time.Millisecond
+	g.stall(time.Now().Add(100*time.Millisecond), 200*time.Millisecond)
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ol := rep.OpenLoop
+	if ol.Dropped < 50 || ol.Scheduled != ol.Sent+ol.Dropped || rep.Ops["charge"].Count == 0 {
+		t.Errorf("open loop %+v, charge %+v", ol, rep.Ops["charge"])
+	}
+	if rep.Errors.Total != 0 {
+		t.Errorf("drops are not request errors: %+v", rep.Errors)
+	}
+}
+
+func TestRequestsLimit(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Requests, cfg.Duration = 50, 10*time.Second
+	start := time.Now()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rep.Ops["charge"].Count; n != 50 {
+		t.Errorf("count %d, want 50", n)
+	}
+	if time.Since(start) > 5*time.Second || rep.Duration >= 10 {
+		t.Errorf("the request limit did not end the run: %s, window %.1fs", time.Since(start), rep.Duration)
+	}
+}
+
+func TestInterruptedRunReportsWhatRan(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Duration = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Interrupted || rep.Ops["charge"].Count == 0 || rep.Duration > 5 {
+		t.Errorf("interrupted %v count %d duration %.1f", rep.Interrupted, rep.Ops["charge"].Count, rep.Duration)
+	}
+}
+
+func TestRunNotStarted(t *testing.T) {
+	g, m := startFake(t)
+	// Nothing listens on a port just released.
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cfg := range map[string]Config{
+		"no server":    {Targets: []string{"http://127.0.0.1:" + strconv.Itoa(ports[0])}, Workload: WorkloadCeiling, Duration: time.Second},
+		"wrong keys":   {Targets: []string{g.url}, MerchantKey: m.APIPK, MerchantSecret: "wrong", Workload: WorkloadCharge, Duration: time.Second},
+		"no keys":      {Targets: []string{g.url}, Workload: WorkloadCharge, Duration: time.Second},
+		"not local":    {Targets: []string{"http://192.0.2.1:80"}, Workload: WorkloadCeiling, Duration: time.Second},
+		"bad workload": {Targets: []string{g.url}, Workload: "refunds", Duration: time.Second},
+	} {
+		rep, err := Run(context.Background(), cfg)
+		if !errors.Is(err, ErrNotStarted) || rep != nil {
+			t.Errorf("%s: %v, %v", name, rep, err)
+		}
+	}
+	if _, err := Run(context.Background(), Config{Targets: []string{g.url}, MerchantKey: m.APIPK, MerchantSecret: "wrong",
+		Workload: WorkloadCharge, Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "1.01") {
+		t.Errorf("wrong keys: %v, want the 401's code in the message", err)
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Duration = 1200 * time.Millisecond
+	var progress bytes.Buffer
+	cfg.Progress = &progress
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	out := progress.String()
+	if !strings.Contains(out, clearLine+"charge 1s/1.2s  ops ") || !strings.HasSuffix(out, clearLine) || strings.Contains(out, "\n") {
+		t.Errorf("progress output %q", out)
+	}
+}
+
+// TestWebhookSinkMatching feeds the receiver's bookkeeping directly: a
+// notification may come before the charge's answer is read, may be repeated,
+// may never come, or may be for an order this run does not know.
+func TestWebhookSinkMatching(t *testing.T) {
+	st := newStats(1)
+	s := &webhookSink{pending: map[string]*pendingHook{}, rec: st.shards[0]}
+	t0 := time.Now()
+	s.expect("a", t0, true) // answer, then notification 5 ms later
+	s.notified("a", "authorized", true, t0.Add(5*time.Millisecond))
+	s.notified("b", "authorized", true, t0) // notification before the answer
+	s.expect("b", t0.Add(time.Millisecond), true)
+	s.notified("a", "authorized", true, t0.Add(time.Second)) // a repeat
+	s.notified("a", "settled", true, t0.Add(time.Second))    // another status: received, nothing else
+	s.expect("c", t0, true)                                  // never notified
+	s.expect("w", t0, false)                                 // a warmup charge
+	s.notified("w", "authorized", false, t0)                 // with a bad signature
+	s.notified("x", "authorized", true, t0)                  // unknown order
+	if n := s.outstanding(); n != 1 {
+		t.Errorf("outstanding %d, want 1 (c)", n)
+	}
+	r := s.report(time.Second)
+	want := WebhookReport{Expected: 3, Delivered: 2, DeliveredPerSec: 2, Undelivered: 1, Received: 6, Duplicates: 1, Unmatched: 1, BadSignature: 1}
+	if *r != want {
+		t.Errorf("report %+v\nwant   %+v", *r, want)
+	}
+	m := st.merge()
+	if h := m.ops["webhook"].hist; h.TotalCount() != 2 || h.Max() < 4900 || h.Max() > 5100 {
+		t.Errorf("webhook latencies: n=%d max=%dµs, want 2 with max 5 ms (the early one counts 0)", h.TotalCount(), h.Max())
+	}
+	if m.other["webhook_undelivered"] != 1 || m.other["webhook_bad_signature"] != 1 {
+		t.Errorf("other %v", m.other)
+	}
+}

@@ -1,0 +1,289 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Exit codes of Main.
+const (
+	ExitOK          = 0
+	ExitNotStarted  = 1 // the run could not start, or compare could not read its files
+	ExitUsage       = 2
+	ExitInterrupted = 130 // the run was cut short; its partial report was still written
+)
+
+// Usage is the CLI's help text.
+const Usage = `usage:
+  gatewaybench run (--target URL[,URL...] | --spawn 1|3) [flags]
+  gatewaybench compare A.json B.json
+
+run drives one workload against gateway nodes on loopback addresses and prints
+a latency and throughput table; --json also writes the result as JSON.
+
+target:
+  --target URL           node base address, e.g. http://127.0.0.1:8080; a comma-separated
+                         list spreads the workers over several nodes
+  --spawn N              instead of --target: start 1 node or a 3-node cluster from gatewayd
+                         in a temporary directory, create a merchant, remove it all afterwards
+  --gatewayd PATH        gatewayd binary for --spawn (default: go build ./cmd/gatewayd)
+  --settle-delay-unit D  --settle-delay-unit given to spawned nodes (default 1h)
+  --ready-timeout D      --spawn: bound on each wait for the nodes (default 60s)
+  --merchant-key K       merchant API public key (not needed with --spawn or for ceiling)
+  --merchant-secret S    merchant API secret key
+  --webhook-key K        webhook public key: verify notifications (optional)
+  --webhook-secret S     webhook secret key
+
+load:
+  --workload W           charge | lifecycle | status | mixed | ceiling | webhooks (default charge)
+  --concurrency N        workers (closed loop) or bound on iterations in flight (open loop) (default 16)
+  --duration D           measured window (default 10s)
+  --warmup D             unrecorded load before the window (default 0s)
+  --rate R               open loop: R arrivals per second, latency from the intended send time
+                         (default 0: closed loop)
+  --queue N              open loop: arrivals that may wait for a worker before new ones are
+                         dropped (default 10 × concurrency)
+  --mix SPEC             mixed weights (default charge=50,status=40,lifecycle=10)
+  --orders N             status/mixed: orders created before the window to read (default 500)
+  --requests N           stop after N measured iterations (default 0: the duration decides)
+  --timeout D            per request, and the lifecycle's wait for authorisation (default 10s)
+  --webhook-wait D       webhooks: wait this long after the window for notifications (default 10s)
+
+output:
+  --json FILE            write the result as JSON
+
+Exit status: 0 after a run (failed requests are counted, not fatal), 1 when the
+run could not start, 2 for a usage error, 130 when interrupted (the partial
+result is still printed and written).
+`
+
+// Main is the CLI: args without the program name. Cancelling ctx (Ctrl-C)
+// ends a run early; spawned nodes are always stopped before Main returns.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, Usage)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "run":
+		return mainRun(ctx, args[1:], stdout, stderr)
+	case "compare":
+		return mainCompare(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, Usage)
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "gatewaybench: unknown command %q\n\n%s", args[0], Usage)
+	return ExitUsage
+}
+
+// runArgs is what the run command's flags say.
+type runArgs struct {
+	cfg             Config
+	spawn           int
+	gatewayd        string
+	settleDelayUnit string
+	readyTimeout    time.Duration
+	jsonPath        string
+}
+
+func parseRunArgs(args []string) (runArgs, error) {
+	var ra runArgs
+	fs := flag.NewFlagSet("gatewaybench run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var targets, mix string
+	fs.StringVar(&targets, "target", "", "")
+	fs.IntVar(&ra.spawn, "spawn", 0, "")
+	fs.StringVar(&ra.gatewayd, "gatewayd", "", "")
+	fs.StringVar(&ra.settleDelayUnit, "settle-delay-unit", DefaultSettleDelayUnit, "")
+	fs.DurationVar(&ra.readyTimeout, "ready-timeout", defaultReadyTimeout, "")
+	fs.StringVar(&ra.cfg.MerchantKey, "merchant-key", "", "")
+	fs.StringVar(&ra.cfg.MerchantSecret, "merchant-secret", "", "")
+	fs.StringVar(&ra.cfg.WebhookKey, "webhook-key", "", "")
+	fs.StringVar(&ra.cfg.WebhookSecret, "webhook-secret", "", "")
+	fs.StringVar(&ra.cfg.Workload, "workload", WorkloadCharge, "")
+	fs.IntVar(&ra.cfg.Concurrency, "concurrency", DefaultConcurrency, "")
+	fs.DurationVar(&ra.cfg.Duration, "duration", DefaultDuration, "")
+	fs.DurationVar(&ra.cfg.Warmup, "warmup", 0, "")
+	fs.Float64Var(&ra.cfg.Rate, "rate", 0, "")
+	fs.IntVar(&ra.cfg.Queue, "queue", 0, "")
+	fs.StringVar(&mix, "mix", DefaultMix, "")
+	fs.IntVar(&ra.cfg.Orders, "orders", DefaultOrders, "")
+	fs.Int64Var(&ra.cfg.Requests, "requests", 0, "")
+	fs.DurationVar(&ra.cfg.Timeout, "timeout", DefaultTimeout, "")
+	fs.DurationVar(&ra.cfg.WebhookWait, "webhook-wait", DefaultWebhookWait, "")
+	fs.StringVar(&ra.jsonPath, "json", "", "")
+	if err := fs.Parse(args); err != nil {
+		return ra, err
+	}
+	if fs.NArg() > 0 {
+		return ra, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	// Config reads zero as "default"; on the command line a zero is a mistake.
+	switch c := ra.cfg; {
+	case c.Concurrency <= 0, c.Orders <= 0:
+		return ra, errors.New("--concurrency and --orders must be positive")
+	case c.Duration <= 0, c.Timeout <= 0, ra.readyTimeout <= 0:
+		return ra, errors.New("--duration, --timeout and --ready-timeout must be positive")
+	}
+	switch {
+	case targets == "" && ra.spawn == 0:
+		return ra, errors.New("give --target or --spawn")
+	case targets != "" && ra.spawn != 0:
+		return ra, errors.New("give --target or --spawn, not both")
+	case ra.spawn != 0 && ra.spawn != 1 && ra.spawn != 3:
+		return ra, fmt.Errorf("--spawn %d: 1 or 3", ra.spawn)
+	case ra.spawn != 0 && (ra.cfg.MerchantKey != "" || ra.cfg.WebhookKey != ""):
+		return ra, errors.New("--spawn creates its own merchant: drop the key flags")
+	case ra.spawn == 0 && ra.gatewayd != "":
+		return ra, errors.New("--gatewayd needs --spawn")
+	}
+	for _, t := range strings.Split(targets, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			ra.cfg.Targets = append(ra.cfg.Targets, t)
+		}
+	}
+	if ra.cfg.Workload == WorkloadMixed {
+		m, err := ParseMix(mix)
+		if err != nil {
+			return ra, err
+		}
+		ra.cfg.Mix = m
+	}
+	if ra.spawn != 0 {
+		// Checked again with the spawned targets and keys; everything else now,
+		// before a build or a cluster start.
+		probe := ra.cfg
+		probe.Targets = []string{"http://127.0.0.1:1"}
+		probe.MerchantKey, probe.MerchantSecret = "k", "s"
+		return ra, probe.Validate()
+	}
+	return ra, ra.cfg.Validate()
+}
+
+func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	ra, err := parseRunArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, Usage)
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gatewaybench run: %v\n\n%s", err, Usage)
+		return ExitUsage
+	}
+	cfg := ra.cfg
+	cfg.Log = stderr
+	if isTerminal(stdout) {
+		cfg.Progress = stdout
+	}
+	if ra.spawn != 0 {
+		cluster, cleanup, err := spawnForRun(ctx, ra, stderr)
+		defer cleanup()
+		if err != nil {
+			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+			return ExitNotStarted
+		}
+		m, err := cluster.CreateMerchant(ctx, "bench")
+		if err != nil {
+			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+			return ExitNotStarted
+		}
+		cfg.Targets = cluster.Targets()
+		cfg.MerchantKey, cfg.MerchantSecret = m.API.PublicKey, m.API.SecretKey
+		cfg.WebhookKey, cfg.WebhookSecret = m.Webhook.PublicKey, m.Webhook.SecretKey
+	}
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+		return ExitNotStarted
+	}
+	rep.WriteSummary(stdout)
+	if ra.jsonPath != "" {
+		if err := rep.WriteJSON(ra.jsonPath); err != nil {
+			fmt.Fprintf(stderr, "gatewaybench: write %s: %v\n", ra.jsonPath, err)
+			return ExitNotStarted
+		}
+	}
+	if rep.Interrupted {
+		return ExitInterrupted
+	}
+	return ExitOK
+}
+
+// spawnForRun finds or builds gatewayd and starts the cluster. cleanup stops
+// the cluster and removes the build directory; it is always safe to call.
+func spawnForRun(ctx context.Context, ra runArgs, log io.Writer) (*Cluster, func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	bin := ra.gatewayd
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "gatewaybench-build-")
+		if err != nil {
+			return nil, cleanup, err
+		}
+		cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
+		fmt.Fprintln(log, "building gatewayd (go build ./cmd/gatewayd) ...")
+		if bin, err = BuildGatewayd(ctx, dir); err != nil {
+			return nil, cleanup, err
+		}
+	}
+	start := time.Now()
+	cluster, err := Spawn(ctx, SpawnOptions{
+		Binary:          bin,
+		Nodes:           ra.spawn,
+		SettleDelayUnit: ra.settleDelayUnit,
+		ReadyTimeout:    ra.readyTimeout,
+		Log:             log,
+	})
+	if err != nil {
+		return nil, cleanup, err
+	}
+	cleanups = append(cleanups, func() {
+		if err := cluster.Close(); err != nil {
+			fmt.Fprintf(log, "gatewaybench: cleaning up %s: %v\n", cluster.Dir, err)
+		}
+	})
+	fmt.Fprintf(log, "spawned %d node(s) in %s\n", ra.spawn, time.Since(start).Round(time.Millisecond))
+	return cluster, cleanup, nil
+}
+
+func mainCompare(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintf(stderr, "gatewaybench compare: want two JSON files, A and B\n\n%s", Usage)
+		return ExitUsage
+	}
+	a, err := LoadReports(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+		return ExitNotStarted
+	}
+	b, err := LoadReports(args[1])
+	if err != nil {
+		fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+		return ExitNotStarted
+	}
+	fmt.Fprintf(stdout, "A = %s\nB = %s\n", args[0], args[1])
+	rows, note := Compare(a, b)
+	WriteComparison(stdout, rows, note)
+	return ExitOK
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMainUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		nil,
+		{"bogus"},
+		{"run"},
+		{"run", "--target", "http://127.0.0.1:1", "--spawn", "1"},
+		{"run", "--spawn", "2"},
+		{"run", "--spawn", "1", "--merchant-key", "k"},
+		{"run", "--target", "http://127.0.0.1:1", "--gatewayd", "/bin/true"},
+		{"run", "--target", "http://10.1.2.3:80", "--workload", "ceiling"},
+		{"run", "--target", "http://127.0.0.1:1", "--workload", "nope"},
+		{"run", "--target", "http://127.0.0.1:1", "--workload", "mixed", "--mix", "refund=1"},
+		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "--duration", "0s"},
+		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "--no-such-flag"},
+		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "extra"},
+		{"compare", "one.json"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(context.Background(), args, &stdout, &stderr); code != ExitUsage {
+			t.Errorf("%q: exit %d, want %d\n%s", args, code, ExitUsage, stderr.String())
+		}
+	}
+	var stdout bytes.Buffer
+	if code := Main(context.Background(), []string{"help"}, &stdout, &stdout); code != ExitOK || !strings.Contains(stdout.String(), "gatewaybench compare A.json B.json") {
+		t.Errorf("help: %d %s", code, stdout.String())
+	}
+}
+
+func TestMainRunAgainstTarget(t *testing.T) {
+	g, m := startFake(t)
+	out := filepath.Join(t.TempDir(), "r.json")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--target", g.url, "--merchant-key", m.APIPK, "--merchant-secret", m.APISK,
+		"--workload", "mixed", "--mix", "charge=3,status=1", "--orders", "10", "--concurrency", "2", "--duration", "300ms", "--json", out},
+		&stdout, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if s := stdout.String(); !strings.Contains(s, "mix charge=3,status=1") || !strings.Contains(s, "errors: none") || strings.Contains(s, "\r") {
+		t.Errorf("summary (no progress line when stdout is not a terminal):\n%s", s)
+	}
+	if reps, err := LoadReports(out); err != nil || reps[0].Mix != "charge=3,status=1" {
+		t.Errorf("%+v %v", reps, err)
+	}
+}
+
+func TestMainRunNotStarted(t *testing.T) {
+	g, m := startFake(t)
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--target", g.url, "--merchant-key", m.APIPK, "--merchant-secret", "wrong",
+		"--duration", "1s"}, &stdout, &stderr)
+	if code != ExitNotStarted || !strings.Contains(stderr.String(), "1.01") {
+		t.Errorf("exit %d: %s", code, stderr.String())
+	}
+}
+
+func writeReports(t *testing.T, reps ...Report) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "r.json")
+	if len(reps) == 1 {
+		if err := reps[0].WriteJSON(path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	var b bytes.Buffer
+	b.WriteString("[")
+	for i := range reps {
+		p := filepath.Join(t.TempDir(), "one.json")
+		if err := reps[i].WriteJSON(p); err != nil {
+			t.Fatal(err)
+		}
+		one, _ := os.ReadFile(p)
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.Write(one)
+	}
+	b.WriteString("]")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func report(workload string, ops map[string]OpReport) Report {
+	return Report{Workload: workload, Target: "http://127.0.0.1:1", Loop: "closed", Concurrency: 1, Duration: 1,
+		StartedAt: time.Unix(0, 0).UTC(), Machine: machine(), Ops: ops}
+}
+
+func TestCompare(t *testing.T) {
+	a := writeReports(t,
+		report("charge", map[string]OpReport{"charge": {Count: 1000, Throughput: 1000, P50US: 500, P99US: 2000}}),
+		report("status", map[string]OpReport{"status": {Count: 3000, Throughput: 3000, P50US: 100, P99US: 400}}))
+	b := writeReports(t,
+		report("charge", map[string]OpReport{"charge": {Count: 2000, Throughput: 2000, P50US: 250, P99US: 3000}}),
+		report("status", map[string]OpReport{"status": {Count: 1500, Throughput: 1500, P50US: 200, P99US: 400},
+			"only-in-b": {Count: 1, Throughput: 1}}))
+	var stdout, stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"compare", a, b}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(stdout.String(), "\n")
+	want := map[string][]string{
+		"charge": {"2.00x", "0.50x", "1.50x"}, // throughput doubled, p50 halved, p99 up half
+		"status": {"0.50x", "2.00x", "1.00x"},
+	}
+	for op, ratios := range want {
+		found := false
+		for _, l := range lines {
+			f := strings.Fields(l)
+			if len(f) == 11 && f[1] == op {
+				found = true
+				if got := []string{f[4], f[7], f[10]}; strings.Join(got, " ") != strings.Join(ratios, " ") {
+					t.Errorf("%s ratios %v, want %v", op, got, ratios)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no row for %s in\n%s", op, stdout.String())
+		}
+	}
+	if strings.Contains(stdout.String(), "only-in-b") {
+		t.Errorf("unpaired op compared:\n%s", stdout.String())
+	}
+}
+
+// TestCompareAgainstCeiling: a ceiling run and a charge run share no
+// operation, so each charge operation is set against the ceiling's healthz.
+func TestCompareAgainstCeiling(t *testing.T) {
+	a := []Report{report("ceiling", map[string]OpReport{"healthz": {Count: 40000, Throughput: 40000, P50US: 25, P99US: 100}})}
+	b := []Report{report("charge", map[string]OpReport{"charge": {Count: 10000, Throughput: 10000, P50US: 100, P99US: 1000}})}
+	rows, note := Compare(a, b)
+	if len(rows) != 1 || note == "" || rows[0].OpA != "healthz" || rows[0].Throughput != 0.25 || rows[0].P50 != 4 || rows[0].P99 != 10 {
+		t.Fatalf("rows %+v note %q", rows, note)
+	}
+	var out bytes.Buffer
+	WriteComparison(&out, rows, note)
+	if !strings.Contains(out.String(), "charge vs healthz") || !strings.Contains(out.String(), "0.25x") {
+		t.Errorf("%s", out.String())
+	}
+}
+
+// TestCompareSingleRunsByOpName: two single runs of different workloads pair
+// their operations by name (charge alone against charge inside mixed).
+func TestCompareSingleRunsByOpName(t *testing.T) {
+	a := []Report{report("charge", map[string]OpReport{"charge": {Count: 100, Throughput: 100, P50US: 1000, P99US: 4000}})}
+	b := []Report{report("mixed", map[string]OpReport{
+		"charge": {Count: 50, Throughput: 50, P50US: 2000, P99US: 4000},
+		"status": {Count: 50, Throughput: 50, P50US: 100, P99US: 400},
+	})}
+	rows, note := Compare(a, b)
+	if len(rows) != 1 || rows[0].OpA != "charge" || rows[0].Throughput != 0.5 || rows[0].P50 != 2 || rows[0].P99 != 1 ||
+		!strings.Contains(note, "paired by name") {
+		t.Fatalf("rows %+v note %q", rows, note)
+	}
+	if rows, _ := Compare(a, []Report{report("status", map[string]OpReport{"status": {Count: 1}})}); len(rows) != 0 {
+		t.Errorf("unrelated runs paired: %+v", rows)
+	}
+}

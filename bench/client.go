@@ -1,0 +1,204 @@
+package bench
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/valyala/fasthttp"
+
+	"github.com/paygate/gateway/transport/signature"
+)
+
+// Merchant API operations (contract section 1), appended to {target}/api/v3/.
+const (
+	opCharge = "charge"
+	opSettle = "settle"
+	opVoid   = "void"
+	opRefund = "refund"
+	opStatus = "status"
+)
+
+// client sends signed requests to one node over a fasthttp HostClient. It is
+// safe for concurrent use: every call acquires its own request and response.
+type client struct {
+	base    string
+	hc      *fasthttp.HostClient
+	pk, sk  string
+	timeout time.Duration
+	uris    map[string]string // operation → absolute URI, built once
+}
+
+func newClient(target, pk, sk string, conns int, timeout time.Duration) (*client, error) {
+	base, hostPort, err := ParseTarget(target)
+	if err != nil {
+		return nil, err
+	}
+	c := &client{
+		base: base,
+		hc: &fasthttp.HostClient{
+			Addr:                hostPort,
+			Name:                "gatewaybench",
+			MaxConns:            conns,
+			MaxConnWaitTimeout:  timeout,
+			MaxIdleConnDuration: time.Minute,
+			MaxResponseBodySize: 4 << 20,
+		},
+		pk: pk, sk: sk, timeout: timeout,
+		uris: map[string]string{"healthz": base + "/healthz"},
+	}
+	for _, op := range []string{opCharge, opSettle, opVoid, opRefund, opStatus} {
+		c.uris[op] = base + "/api/v3/" + op
+	}
+	return c, nil
+}
+
+func (c *client) close() { c.hc.CloseIdleConnections() }
+
+// answer is what one request produced.
+type answer struct {
+	status      int    // HTTP status; 0 when the request failed below HTTP
+	kind        string // transport failure kind (timeout, connection, ...); "" when an HTTP answer arrived
+	code        string // error.code of a non-200 answer (see errorCode)
+	orderStatus string // the order's status in a 200 answer, when asked for
+}
+
+func (a answer) ok() bool { return a.status == fasthttp.StatusOK }
+
+// post sends a signed POST of body to the operation. With wantStatus the
+// order status of a 200 answer is decoded too.
+func (c *client) post(op string, body []byte, wantStatus bool) answer {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(c.uris[op])
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.Set("merchant", c.pk)
+	req.Header.Set("signature", signature.Sign(c.pk, c.sk, body))
+	req.SetBodyRaw(body)
+	return c.do(req, resp, wantStatus)
+}
+
+// get sends an unsigned GET to a path of the operations side (healthz).
+func (c *client) get(name string) answer {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(c.uris[name])
+	req.Header.SetMethod(fasthttp.MethodGet)
+	return c.do(req, resp, false)
+}
+
+func (c *client) do(req *fasthttp.Request, resp *fasthttp.Response, wantStatus bool) answer {
+	if err := c.hc.DoTimeout(req, resp, c.timeout); err != nil {
+		return answer{kind: transportKind(err)}
+	}
+	a := answer{status: resp.StatusCode()}
+	switch {
+	case !a.ok():
+		a.code = errorCode(resp.Body())
+	case wantStatus:
+		a.orderStatus = orderStatus(resp.Body())
+	}
+	return a
+}
+
+// transportKind names a request failure below HTTP, for the error counts.
+func transportKind(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout):
+		return "timeout"
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		return "no_free_conns"
+	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection_closed"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		if opErr.Op == "dial" {
+			return "connect"
+		}
+		return "connection"
+	}
+	return "transport"
+}
+
+// errorCode reads error.code from an error body (contract section 3); a body
+// without one is "none", one that is not JSON is "unparsed".
+func errorCode(body []byte) string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil {
+		return "unparsed"
+	}
+	if e.Error.Code == "" {
+		return "none"
+	}
+	return e.Error.Code
+}
+
+// orderStatus reads the status field of an order object.
+func orderStatus(body []byte) string {
+	var o struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(body, &o); err != nil {
+		return ""
+	}
+	return o.Status
+}
+
+// Request bodies. They are built by appending fixed pieces, not by
+// marshalling, so that the harness spends its CPU on the wire and not on
+// reflection; order ids and callback URLs are plain ASCII and need no escaping.
+
+const (
+	chargeAmount = 1020
+	refundAmount = chargeAmount / 2
+	// approvedCard is approved by the sandbox acquirer (contract section 7).
+	approvedCard = "4111111111111111"
+)
+
+func appendChargeBody(dst []byte, orderID, callbackURL string) []byte {
+	dst = append(dst, `{"order_id":"`...)
+	dst = append(dst, orderID...)
+	dst = append(dst, `","amount":`...)
+	dst = strconv.AppendInt(dst, chargeAmount, 10)
+	dst = append(dst, `,"currency":"USD","order_description":"bench","processing_mid":"bench-mid",`+
+		`"settle":{"delay_hours":24},`+
+		`"customer":{"user_id":"u1","email":"u1@example.com","ip_address":"127.0.0.1"},`+
+		`"payment_source":{"type":"card","card_number":"`+approvedCard+`","card_holder_name":"Bench User",`+
+		`"card_exp_month":"12","card_exp_year":"2035","card_cvv":"123"}`...)
+	if callbackURL != "" {
+		dst = append(dst, `,"callback_url":"`...)
+		dst = append(dst, callbackURL...)
+		dst = append(dst, '"')
+	}
+	return append(dst, '}')
+}
+
+func appendAmountBody(dst []byte, orderID string, amount int64) []byte {
+	dst = append(dst, `{"order_id":"`...)
+	dst = append(dst, orderID...)
+	dst = append(dst, `","amount":`...)
+	dst = strconv.AppendInt(dst, amount, 10)
+	return append(dst, '}')
+}
+
+func appendStatusBody(dst []byte, orderID string) []byte {
+	dst = append(dst, `{"order_id":"`...)
+	dst = append(dst, orderID...)
+	return append(dst, `"}`...)
+}

@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"sort"
+)
+
+// Ratio compares one operation of run B with the same operation of run A.
+// The ratios are B/A: throughput above 1 means B did more per second,
+// latency below 1 means B was faster. A ratio is 0 when A's value is 0.
+type Ratio struct {
+	Workload   string
+	OpA, OpB   string // the same unless B is set against a ceiling run's healthz
+	A, B       OpReport
+	Throughput float64
+	P50        float64
+	P99        float64
+}
+
+// Compare pairs the operations of a and b:
+//   - in general by workload and operation name;
+//   - when each side is a single run, by operation name alone, so that a
+//     workload's operations can be set against the same operations inside
+//     another (charge alone against charge within mixed);
+//   - when A is a single ceiling run and B is not, every operation of B is
+//     set against A's healthz: the ceiling is the reference of what the same
+//     client and server do with no work at all.
+//
+// The note says which rule applied when it was not the first.
+func Compare(a, b []Report) (rows []Ratio, note string) {
+	if len(a) == 1 && len(b) == 1 {
+		ra, rb := a[0], b[0]
+		if ref, ok := ra.Ops["healthz"]; ok && ra.Workload == WorkloadCeiling && rb.Workload != WorkloadCeiling {
+			for _, op := range rb.sortedOps() {
+				rows = append(rows, ratio(rb.Workload, "healthz", op, ref, rb.Ops[op]))
+			}
+			return rows, fmt.Sprintf("A is a ceiling run: every operation of B (%s) is set against its healthz", rb.Workload)
+		}
+		for _, op := range rb.sortedOps() {
+			if oa, ok := ra.Ops[op]; ok {
+				rows = append(rows, ratio(rb.Workload, op, op, oa, rb.Ops[op]))
+			}
+		}
+		if ra.Workload != rb.Workload {
+			note = fmt.Sprintf("A is workload %s, B is workload %s: operations paired by name", ra.Workload, rb.Workload)
+		}
+		return rows, note
+	}
+	index := map[[2]string]OpReport{}
+	for _, r := range a {
+		for op, o := range r.Ops {
+			index[[2]string{r.Workload, op}] = o
+		}
+	}
+	for _, r := range b {
+		for _, op := range r.sortedOps() {
+			if oa, ok := index[[2]string{r.Workload, op}]; ok {
+				rows = append(rows, ratio(r.Workload, op, op, oa, r.Ops[op]))
+			}
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Workload < rows[j].Workload })
+	return rows, ""
+}
+
+func ratio(workload, opA, opB string, a, b OpReport) Ratio {
+	return Ratio{
+		Workload: workload, OpA: opA, OpB: opB, A: a, B: b,
+		Throughput: div(b.Throughput, a.Throughput),
+		P50:        div(float64(b.P50US), float64(a.P50US)),
+		P99:        div(float64(b.P99US), float64(a.P99US)),
+	}
+}
+
+func div(b, a float64) float64 {
+	if a == 0 {
+		return 0
+	}
+	return b / a
+}
+
+// WriteComparison prints the ratios as a table.
+func WriteComparison(w io.Writer, rows []Ratio, note string) {
+	if note != "" {
+		fmt.Fprintln(w, note)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "nothing to compare: no operation appears on both sides")
+		return
+	}
+	wlWidth, opWidth := len("workload"), len("op")
+	ops := make([]string, len(rows))
+	for i, r := range rows {
+		ops[i] = r.OpB
+		if r.OpA != r.OpB {
+			ops[i] = r.OpB + " vs " + r.OpA
+		}
+		wlWidth, opWidth = max(wlWidth, len(r.Workload)), max(opWidth, len(ops[i]))
+	}
+	fmt.Fprintf(w, "%-*s  %-*s %10s %10s %7s %9s %9s %7s %9s %9s %7s\n", wlWidth, "workload", opWidth, "op",
+		"ops/s A", "ops/s B", "B/A", "p50 A", "p50 B", "B/A", "p99 A", "p99 B", "B/A")
+	for i, r := range rows {
+		fmt.Fprintf(w, "%-*s  %-*s %10.1f %10.1f %7s %9s %9s %7s %9s %9s %7s\n", wlWidth, r.Workload, opWidth, ops[i],
+			r.A.Throughput, r.B.Throughput, fmtRatio(r.Throughput),
+			fmtUS(r.A.P50US), fmtUS(r.B.P50US), fmtRatio(r.P50),
+			fmtUS(r.A.P99US), fmtUS(r.B.P99US), fmtRatio(r.P99))
+	}
+}
+
+func fmtRatio(x float64) string {
+	if x == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", x)
+}

@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Report is the result of one run, as written by --json. Latencies are in
+// microseconds; throughput in operations per second of the measured window.
+type Report struct {
+	Workload    string              `json:"workload"`
+	Target      string              `json:"target"` // comma-separated when several nodes were driven
+	Loop        string              `json:"loop"`   // "closed" or "open"
+	Concurrency int                 `json:"concurrency"`
+	Rate        float64             `json:"rate"`     // arrivals per second (open loop); 0 for closed loop
+	Duration    float64             `json:"duration"` // seconds of the measured window
+	Warmup      float64             `json:"warmup"`   // seconds of unrecorded load before it
+	StartedAt   time.Time           `json:"started_at"`
+	Interrupted bool                `json:"interrupted,omitzero"`
+	Mix         string              `json:"mix,omitzero"`
+	Machine     Machine             `json:"machine"`
+	Ops         map[string]OpReport `json:"ops"`
+	Errors      ErrorReport         `json:"errors"`
+	OpenLoop    *OpenLoopReport     `json:"open_loop,omitzero"`
+	Webhooks    *WebhookReport      `json:"webhooks,omitzero"`
+}
+
+// Machine describes where the harness ran.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+}
+
+// OpReport is one operation's numbers. Count and the percentiles cover
+// successful operations; Errors counts the failed ones.
+type OpReport struct {
+	Count      int64   `json:"count"`
+	Errors     int64   `json:"errors"`
+	Throughput float64 `json:"throughput"`
+	P50US      int64   `json:"p50_us"`
+	P90US      int64   `json:"p90_us"`
+	P99US      int64   `json:"p99_us"`
+	P999US     int64   `json:"p999_us"`
+	MaxUS      int64   `json:"max_us"`
+	MeanUS     float64 `json:"mean_us"`
+}
+
+// ErrorReport counts failures: HTTP error answers by status and by the
+// error.code of their body, and everything else (transport failures, declined
+// orders, notifications not delivered) by kind. Total is the sum of ByStatus
+// and Other; ByCode breaks down the same answers as ByStatus. Arrivals an open
+// loop dropped are not here but in OpenLoopReport: they were never sent.
+type ErrorReport struct {
+	Total    int64            `json:"total"`
+	ByStatus map[string]int64 `json:"by_status"`
+	ByCode   map[string]int64 `json:"by_code"`
+	Other    map[string]int64 `json:"other"`
+}
+
+// OpenLoopReport is the scheduler's account of the arrivals of an open-loop run.
+type OpenLoopReport struct {
+	Scheduled int64 `json:"scheduled"` // arrivals due in the measured window
+	Sent      int64 `json:"sent"`      // of those, handed to a worker
+	Dropped   int64 `json:"dropped"`   // of those, refused because the queue was full
+	Late      int64 `json:"late"`      // sent more than lateAfter after their intended time
+}
+
+// WebhookReport is the webhooks workload's account of notifications.
+type WebhookReport struct {
+	CallbackURL     string  `json:"callback_url"`
+	Expected        int64   `json:"expected"`  // acknowledged charges in the window
+	Delivered       int64   `json:"delivered"` // of those, authorised notifications received
+	DeliveredPerSec float64 `json:"delivered_per_s"`
+	Undelivered     int64   `json:"undelivered"` // expected but not received by the end of the wait
+	Received        int64   `json:"received"`    // every notification, any status, any order
+	Duplicates      int64   `json:"duplicates"`  // authorised notifications repeated for an order already notified
+	Unmatched       int64   `json:"unmatched"`   // authorised notifications for no acknowledged charge of this run
+	BadSignature    int64   `json:"bad_signature"`
+}
+
+func machine() Machine {
+	return Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+}
+
+func buildOps(m merged, window time.Duration) map[string]OpReport {
+	secs := window.Seconds()
+	out := make(map[string]OpReport, len(m.ops))
+	for name, o := range m.ops {
+		h := o.hist
+		r := OpReport{Count: h.TotalCount(), Errors: o.errors}
+		if secs > 0 {
+			r.Throughput = float64(r.Count) / secs
+		}
+		if r.Count > 0 {
+			r.P50US = h.ValueAtQuantile(50)
+			r.P90US = h.ValueAtQuantile(90)
+			r.P99US = h.ValueAtQuantile(99)
+			r.P999US = h.ValueAtQuantile(99.9)
+			r.MaxUS = h.Max()
+			r.MeanUS = h.Mean()
+		}
+		out[name] = r
+	}
+	return out
+}
+
+func buildErrors(m merged) ErrorReport {
+	e := ErrorReport{ByStatus: m.byStatus, ByCode: m.byCode, Other: map[string]int64{}}
+	for _, v := range m.byStatus {
+		e.Total += v
+	}
+	for k, v := range m.other {
+		e.Other[k] = v
+		e.Total += v
+	}
+	return e
+}
+
+// WriteJSON writes the report, indented, to path.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.Marshal(r, json.Deterministic(true), jsontext.WithIndent("  "))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// LoadReports reads a file holding one report or a JSON array of reports.
+func LoadReports(path string) ([]Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	trimmed := strings.TrimSpace(string(b))
+	if strings.HasPrefix(trimmed, "[") {
+		var rs []Report
+		if err := json.Unmarshal([]byte(trimmed), &rs); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		return rs, nil
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(trimmed), &r); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return []Report{r}, nil
+}
+
+// sortedOps lists the report's operation names: the workload's own operation
+// first, then the rest alphabetically.
+func (r *Report) sortedOps() []string {
+	names := make([]string, 0, len(r.Ops))
+	for n := range r.Ops {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		pi, pj := opRank(names[i]), opRank(names[j])
+		if pi != pj {
+			return pi < pj
+		}
+		return names[i] < names[j]
+	})
+	return names
+}
+
+// opRank orders the lifecycle's steps as they happen.
+func opRank(name string) int {
+	for i, n := range []string{"lifecycle", "lifecycle.charge", "lifecycle.poll", "lifecycle.authorize",
+		"lifecycle.settle", "lifecycle.refund", "lifecycle.status"} {
+		if n == name {
+			return i
+		}
+	}
+	return 100
+}
+
+// WriteSummary writes the human summary table.
+func (r *Report) WriteSummary(w io.Writer) {
+	loop := "closed loop"
+	if r.Loop == "open" {
+		loop = fmt.Sprintf("open loop at %g/s", r.Rate)
+	}
+	fmt.Fprintf(w, "workload %s  target %s\n", r.Workload, r.Target)
+	fmt.Fprintf(w, "%s, concurrency %d, window %.1fs (warmup %.1fs), %d CPUs, %s",
+		loop, r.Concurrency, r.Duration, r.Warmup, r.Machine.CPUs, r.Machine.GoVersion)
+	if r.Mix != "" {
+		fmt.Fprintf(w, ", mix %s", r.Mix)
+	}
+	if r.Interrupted {
+		fmt.Fprint(w, "  (interrupted)")
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-20s %9s %10s %7s %9s %9s %9s %9s %9s\n", "op", "count", "ops/s", "errors", "p50", "p90", "p99", "p99.9", "max")
+	for _, name := range r.sortedOps() {
+		o := r.Ops[name]
+		fmt.Fprintf(w, "%-20s %9d %10.1f %7d %9s %9s %9s %9s %9s\n", name, o.Count, o.Throughput, o.Errors,
+			fmtUS(o.P50US), fmtUS(o.P90US), fmtUS(o.P99US), fmtUS(o.P999US), fmtUS(o.MaxUS))
+	}
+	if ol := r.OpenLoop; ol != nil {
+		fmt.Fprintf(w, "open loop: %d scheduled, %d sent, %d dropped (queue full), %d late (>%s after intended time)\n",
+			ol.Scheduled, ol.Sent, ol.Dropped, ol.Late, lateAfter)
+	}
+	if wh := r.Webhooks; wh != nil {
+		fmt.Fprintf(w, "webhooks: %d/%d delivered (%.1f/s), %d undelivered; %d received in all, %d duplicates, %d unmatched, %d bad signatures\n",
+			wh.Delivered, wh.Expected, wh.DeliveredPerSec, wh.Undelivered, wh.Received, wh.Duplicates, wh.Unmatched, wh.BadSignature)
+	}
+	if r.Errors.Total == 0 {
+		fmt.Fprintln(w, "errors: none")
+		return
+	}
+	fmt.Fprintf(w, "errors: %d", r.Errors.Total)
+	for _, part := range []struct {
+		label  string
+		counts map[string]int64
+	}{{"HTTP", r.Errors.ByStatus}, {"code", r.Errors.ByCode}, {"other", r.Errors.Other}} {
+		if len(part.counts) > 0 {
+			fmt.Fprintf(w, "  %s %s", part.label, fmtCounts(part.counts))
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func fmtCounts(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s×%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// fmtUS writes a latency in µs with a unit that keeps three digits.
+func fmtUS(us int64) string {
+	switch {
+	case us < 1000:
+		return fmt.Sprintf("%dµs", us)
+	case us < 10_000:
+		return fmt.Sprintf("%.2fms", float64(us)/1e3)
+	case us < 1_000_000:
+		return fmt.Sprintf("%.1fms", float64(us)/1e3)
+	default:
+		return fmt.Sprintf("%.2fs", float64(us)/1e6)
+	}
+}

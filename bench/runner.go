@@ -1,0 +1,437 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// lateAfter is how far behind its intended time an open-loop arrival may be
+// sent before it counts as late.
+const lateAfter = time.Millisecond
+
+// poolTimeout bounds the creation of the status pool.
+const poolTimeout = 2 * time.Minute
+
+// ErrNotStarted wraps every reason a run could not start; a run that started
+// returns a report and no error, however many of its requests failed.
+var ErrNotStarted = errors.New("run could not start")
+
+// run is one Run's state.
+type run struct {
+	cfg      Config
+	ctx      context.Context
+	clients  []*client
+	stats    *stats
+	seed     uint64
+	idPrefix string
+	pool     []string
+	mixTotal int
+	sink     *webhookSink
+
+	// phase and its counters, for the progress line
+	termMu       sync.Mutex   // orders progress-line and log writes on a shared terminal
+	phase        atomic.Value // string
+	poolMade     atomic.Int64
+	measureStart time.Time
+	end          time.Time
+
+	// open loop
+	scheduled, sent, dropped, late atomic.Int64
+	issued                         atomic.Int64 // measured iterations begun, for Config.Requests
+}
+
+// Run drives the configured workload and returns its report. The error is
+// non-nil (and wraps ErrNotStarted) only when the run could not start: a bad
+// configuration, a target that does not answer, keys it refuses, a pool that
+// could not be made. Failures during the run are counted in the report.
+// Cancelling ctx ends the run early; the report then covers the part that ran
+// and says Interrupted.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+	}
+	r := &run{cfg: cfg, ctx: ctx, stats: newStats(min(cfg.Concurrency, 16))}
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	r.seed = binary.LittleEndian.Uint64(seed[:])
+	r.idPrefix = "bench-" + hex.EncodeToString(seed[:4]) + "-"
+	for _, e := range cfg.Mix {
+		r.mixTotal += e.Weight
+	}
+	// One connection per worker, plus room for the pool fill and preflight.
+	conns := cfg.Concurrency + 4
+	for _, t := range cfg.Targets {
+		c, err := newClient(t, cfg.MerchantKey, cfg.MerchantSecret, conns, cfg.Timeout)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+		}
+		defer c.close()
+		r.clients = append(r.clients, c)
+	}
+	r.phase.Store("preflight")
+	if err := r.preflight(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+	}
+	wl := r.workload()
+	if wl.webhooks {
+		sink, err := startWebhookSink(cfg.WebhookKey, cfg.WebhookSecret, r.stats.shards[0])
+		if err != nil {
+			return nil, fmt.Errorf("%w: webhook receiver: %v", ErrNotStarted, err)
+		}
+		defer sink.close()
+		r.sink = sink
+	}
+	stopProgress := r.startProgress()
+	defer stopProgress()
+	if wl.pool {
+		r.phase.Store("pool")
+		if err := r.fillPool(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+		}
+		r.logf("order pool: %d orders", len(r.pool))
+	}
+	startedAt := time.Now()
+	window, interrupted := r.measure(wl.iter)
+	if r.sink != nil && !interrupted {
+		r.phase.Store("webhooks")
+		r.sink.wait(ctx, cfg.WebhookWait)
+	}
+	stopProgress()
+	return r.report(startedAt, window, interrupted || ctx.Err() != nil), nil
+}
+
+// logf writes a line to cfg.Log, first clearing a progress line that the
+// terminal may be showing.
+func (r *run) logf(format string, args ...any) {
+	if r.cfg.Log == nil {
+		return
+	}
+	r.termMu.Lock()
+	defer r.termMu.Unlock()
+	if r.cfg.Progress != nil {
+		fmt.Fprint(r.cfg.Progress, clearLine)
+	}
+	fmt.Fprintf(r.cfg.Log, format+"\n", args...)
+}
+
+// clearLine returns to the start of the line and erases it (ANSI; the
+// progress line is only written to terminals).
+const clearLine = "\r\033[K"
+
+// preflight checks that every target answers /healthz and, for the merchant
+// workloads, that it accepts the keys: a status request for an order that does
+// not exist must answer 404 (code 2.05), not 401.
+func (r *run) preflight() error {
+	for _, c := range r.clients {
+		if a := c.get("healthz"); !a.ok() {
+			return fmt.Errorf("%s/healthz: %s", c.base, describe(a))
+		}
+		if r.cfg.Workload == WorkloadCeiling {
+			continue
+		}
+		a := c.post(opStatus, appendStatusBody(nil, r.idPrefix+"preflight"), false)
+		if a.status != 404 && !a.ok() {
+			return fmt.Errorf("%s: status of an unknown order answered %s, want 404 (are the merchant keys right?)", c.base, describe(a))
+		}
+	}
+	return nil
+}
+
+// describe is a failed answer in words.
+func describe(a answer) string {
+	switch {
+	case a.status == 0:
+		return "no answer (" + a.kind + ")"
+	case a.code != "":
+		return fmt.Sprintf("HTTP %d, code %s", a.status, a.code)
+	}
+	return fmt.Sprintf("HTTP %d", a.status)
+}
+
+// fillPool creates cfg.Orders orders for the status reads, outside the
+// measured window, with cfg.Concurrency workers.
+func (r *run) fillPool() error {
+	ctx, cancel := context.WithTimeout(r.ctx, poolTimeout)
+	defer cancel()
+	ids := make([]string, r.cfg.Orders)
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for i := range min(r.cfg.Concurrency, r.cfg.Orders) {
+		w := r.newWorker(i)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				n := next.Add(1) - 1
+				if n >= int64(len(ids)) {
+					return
+				}
+				id := w.nextOrderID("p")
+				w.buf = appendChargeBody(w.buf[:0], id, "")
+				if a := w.c.post(opCharge, w.buf, false); a.ok() {
+					ids[n] = id
+					r.poolMade.Add(1)
+				} else {
+					firstErr.CompareAndSwap(nil, describe(a))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != "" {
+			r.pool = append(r.pool, id)
+		}
+	}
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if len(r.pool) == 0 {
+		return fmt.Errorf("no order of the status pool could be created (first failure: %v)", firstErr.Load())
+	}
+	return nil
+}
+
+// measure runs the warmup and the measured window, closed or open loop. It
+// returns the window's length (shorter than configured when the run was
+// interrupted or reached Config.Requests) and whether ctx ended it.
+func (r *run) measure(iter iteration) (time.Duration, bool) {
+	start := time.Now()
+	r.measureStart = start.Add(r.cfg.Warmup)
+	r.end = r.measureStart.Add(r.cfg.Duration)
+	r.phase.Store("load")
+	var early bool
+	if r.cfg.Rate > 0 {
+		early = r.openLoop(iter)
+	} else {
+		early = r.closedLoop(iter)
+	}
+	interrupted := r.ctx.Err() != nil
+	if !early && !interrupted {
+		return r.cfg.Duration, false
+	}
+	window := time.Since(r.measureStart)
+	return max(0, min(window, r.cfg.Duration)), interrupted
+}
+
+// inWindow reports whether an iteration intended at t is measured.
+func (r *run) inWindow(t time.Time) bool {
+	return !t.Before(r.measureStart) && t.Before(r.end)
+}
+
+// admit counts a measured iteration against Config.Requests; false means the
+// limit is reached.
+func (r *run) admit() bool {
+	return r.cfg.Requests == 0 || r.issued.Add(1) <= r.cfg.Requests
+}
+
+// closedLoop runs cfg.Concurrency workers, each starting its next iteration
+// as soon as the last one ends, until the window ends. It reports whether the
+// request limit stopped it early.
+func (r *run) closedLoop(iter iteration) bool {
+	var limited atomic.Bool
+	var wg sync.WaitGroup
+	for i := range r.cfg.Concurrency {
+		w := r.newWorker(i)
+		wg.Go(func() {
+			for r.ctx.Err() == nil {
+				now := time.Now()
+				if !now.Before(r.end) {
+					return
+				}
+				var rec *shard
+				if r.inWindow(now) {
+					if !r.admit() {
+						limited.Store(true)
+						return
+					}
+					rec = w.rec
+				}
+				iter(w, now, rec)
+			}
+		})
+	}
+	wg.Wait()
+	return limited.Load()
+}
+
+// openLoop schedules arrivals at cfg.Rate per second from the start of the
+// warmup to the end of the window, whatever the server does. cfg.Concurrency
+// workers take them from a queue of cfg.Queue places; an arrival that finds
+// the queue full is dropped and counted. Each iteration's latency runs from
+// its intended arrival time, so a stall delays, and shows in, every arrival
+// due during it (no coordinated omission). It reports whether the request
+// limit stopped it early.
+func (r *run) openLoop(iter iteration) bool {
+	jobs := make(chan time.Time, r.cfg.Queue)
+	var wg sync.WaitGroup
+	for i := range r.cfg.Concurrency {
+		w := r.newWorker(i)
+		wg.Go(func() {
+			for t := range jobs {
+				if r.ctx.Err() != nil {
+					continue // drain without sending
+				}
+				var rec *shard
+				if r.inWindow(t) {
+					rec = w.rec
+					if time.Since(t) > lateAfter {
+						r.late.Add(1)
+					}
+				}
+				iter(w, t, rec)
+			}
+		})
+	}
+	limited := r.schedule(jobs)
+	close(jobs)
+	wg.Wait()
+	return limited
+}
+
+// schedule emits the arrivals into jobs. Arrival i is due at start + i/rate;
+// when the scheduler wakes late it emits every arrival already due, each with
+// its own intended time.
+func (r *run) schedule(jobs chan<- time.Time) bool {
+	start := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for i := int64(0); ; i++ {
+		t := start.Add(time.Duration(float64(i) * float64(time.Second) / r.cfg.Rate))
+		if !t.Before(r.end) {
+			return false
+		}
+		if d := time.Until(t); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-r.ctx.Done():
+				return false
+			case <-timer.C:
+			}
+		} else if r.ctx.Err() != nil {
+			return false
+		}
+		measured := r.inWindow(t)
+		if measured {
+			if !r.admit() {
+				return true
+			}
+			r.scheduled.Add(1)
+		}
+		select {
+		case jobs <- t:
+			if measured {
+				r.sent.Add(1)
+			}
+		default:
+			if measured {
+				r.dropped.Add(1)
+			}
+		}
+	}
+}
+
+func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool) *Report {
+	var webhooks *WebhookReport
+	if r.sink != nil {
+		webhooks = r.sink.report(window) // records undelivered notifications: before the merge
+	}
+	m := r.stats.merge()
+	rep := &Report{
+		Workload:    r.cfg.Workload,
+		Target:      strings.Join(r.cfg.Targets, ","),
+		Loop:        "closed",
+		Concurrency: r.cfg.Concurrency,
+		Rate:        r.cfg.Rate,
+		Duration:    window.Seconds(),
+		Warmup:      r.cfg.Warmup.Seconds(),
+		StartedAt:   startedAt.UTC(),
+		Interrupted: interrupted,
+		Machine:     machine(),
+		Ops:         buildOps(m, window),
+		Errors:      buildErrors(m),
+		Webhooks:    webhooks,
+	}
+	if r.cfg.Workload == WorkloadMixed {
+		rep.Mix = r.cfg.Mix.String()
+	}
+	if r.cfg.Rate > 0 {
+		rep.Loop = "open"
+		rep.OpenLoop = &OpenLoopReport{
+			Scheduled: r.scheduled.Load(), Sent: r.sent.Load(), Dropped: r.dropped.Load(), Late: r.late.Load(),
+		}
+	}
+	return rep
+}
+
+// startProgress writes the one-line progress display once a second to
+// cfg.Progress, if set. The returned function stops it and clears the line;
+// calling it again does nothing.
+func (r *run) startProgress() func() {
+	out := r.cfg.Progress
+	if out == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		var lastOps int64
+		for {
+			select {
+			case <-done:
+				r.termMu.Lock()
+				fmt.Fprint(out, clearLine)
+				r.termMu.Unlock()
+				return
+			case <-tick.C:
+			}
+			ops := r.stats.live.ops.Load()
+			line := r.progressLine(ops, ops-lastOps)
+			lastOps = ops
+			r.termMu.Lock()
+			fmt.Fprint(out, clearLine+line)
+			r.termMu.Unlock()
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-finished
+		})
+	}
+}
+
+func (r *run) progressLine(ops, perSec int64) string {
+	phase, _ := r.phase.Load().(string)
+	now := time.Now()
+	switch {
+	case phase == "pool":
+		return fmt.Sprintf("creating order pool: %d/%d", r.poolMade.Load(), r.cfg.Orders)
+	case phase == "webhooks":
+		return fmt.Sprintf("waiting for notifications: %d outstanding", r.sink.outstanding())
+	case phase == "load" && now.Before(r.measureStart):
+		return fmt.Sprintf("warmup %s/%s", now.Sub(r.measureStart.Add(-r.cfg.Warmup)).Round(time.Second), r.cfg.Warmup)
+	case phase == "load":
+		line := fmt.Sprintf("%s %s/%s  ops %d  %d/s  errors %d", r.cfg.Workload,
+			min(now.Sub(r.measureStart), r.cfg.Duration).Round(time.Second), r.cfg.Duration,
+			ops, perSec, r.stats.live.errors.Load())
+		if r.cfg.Rate > 0 {
+			line += fmt.Sprintf("  dropped %d  late %d", r.dropped.Load(), r.late.Load())
+		}
+		return line
+	}
+	return phase
+}

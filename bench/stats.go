@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram geometry: microseconds from 1 µs to 60 s, 3 significant figures.
+// One histogram is about 130 KiB, so they live in a few shards shared by
+// workers rather than one per worker and operation.
+const (
+	histLowestUS  = 1
+	histHighestUS = 60_000_000
+	histSigFigs   = 3
+)
+
+func newHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(histLowestUS, histHighestUS, histSigFigs)
+}
+
+// recordUS records d in microseconds, clamped into the histogram's range so
+// that an outlier is kept as the largest trackable value instead of lost.
+func recordUS(h *hdrhistogram.Histogram, d time.Duration) {
+	us := d.Microseconds()
+	if us < 0 {
+		us = 0
+	}
+	if us > histHighestUS {
+		us = histHighestUS
+	}
+	_ = h.RecordValue(us) // cannot fail: the value is in range
+}
+
+// stats collects a run's measurements. Workers record into shards (one
+// mutex each); the report merges the shards once the run is over.
+type stats struct {
+	shards []*shard
+	live   live
+}
+
+// live are the counters the progress line reads while the run goes on.
+type live struct {
+	ops, errors atomic.Int64
+}
+
+func newStats(n int) *stats {
+	s := &stats{shards: make([]*shard, n)}
+	for i := range s.shards {
+		s.shards[i] = &shard{
+			live:     &s.live,
+			ops:      map[string]*opStats{},
+			byStatus: map[string]int64{},
+			byCode:   map[string]int64{},
+			other:    map[string]int64{},
+		}
+	}
+	return s
+}
+
+// shard is one lock's worth of measurements. A nil *shard discards what it is
+// given: it is what work outside the measured window records into.
+type shard struct {
+	mu       sync.Mutex
+	live     *live
+	ops      map[string]*opStats
+	byStatus map[string]int64 // HTTP status of failed answers
+	byCode   map[string]int64 // error.code of failed answers
+	other    map[string]int64 // failures that are not an HTTP error answer
+}
+
+type opStats struct {
+	hist   *hdrhistogram.Histogram // successful operations only
+	errors int64
+}
+
+func (s *shard) op(name string) *opStats {
+	o := s.ops[name]
+	if o == nil {
+		o = &opStats{hist: newHistogram()}
+		s.ops[name] = o
+	}
+	return o
+}
+
+// ok records a successful operation that took d.
+func (s *shard) ok(name string, d time.Duration) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	recordUS(s.op(name).hist, d)
+	s.mu.Unlock()
+	s.live.ops.Add(1)
+}
+
+// fail records a failed request: by HTTP status and error code when an answer
+// arrived, else by transport failure kind.
+func (s *shard) fail(name string, a answer) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.op(name).errors++
+	if a.status == 0 {
+		s.other[a.kind]++
+	} else {
+		s.byStatus[strconv.Itoa(a.status)]++
+		if a.code != "" {
+			s.byCode[a.code]++
+		}
+	}
+	s.mu.Unlock()
+	s.live.errors.Add(1)
+}
+
+// failKind records a failure that is not a request's answer (an order
+// declined, authorisation not seen in time, a notification never delivered).
+func (s *shard) failKind(name, kind string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.op(name).errors++
+	s.other[kind]++
+	s.mu.Unlock()
+	s.live.errors.Add(1)
+}
+
+// incomplete counts a failure of a composite operation (a lifecycle that a
+// failed step cut short) whose cause its step has already recorded: it adds
+// to the operation's errors but not to the error totals.
+func (s *shard) incomplete(name string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.op(name).errors++
+	s.mu.Unlock()
+}
+
+// merged is every shard folded into one.
+type merged struct {
+	ops      map[string]*opStats
+	byStatus map[string]int64
+	byCode   map[string]int64
+	other    map[string]int64
+}
+
+func (s *stats) merge() merged {
+	m := merged{ops: map[string]*opStats{}, byStatus: map[string]int64{}, byCode: map[string]int64{}, other: map[string]int64{}}
+	for _, sh := range s.shards {
+		sh.mu.Lock()
+		for name, o := range sh.ops {
+			dst := m.ops[name]
+			if dst == nil {
+				dst = &opStats{hist: newHistogram()}
+				m.ops[name] = dst
+			}
+			dst.hist.Merge(o.hist)
+			dst.errors += o.errors
+		}
+		addCounts(m.byStatus, sh.byStatus)
+		addCounts(m.byCode, sh.byCode)
+		addCounts(m.other, sh.other)
+		sh.mu.Unlock()
+	}
+	return m
+}
+
+func addCounts(dst, src map[string]int64) {
+	for k, v := range src {
+		dst[k] += v
+	}
+}

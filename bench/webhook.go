@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/valyala/fasthttp"
+
+	"github.com/paygate/gateway/transport/signature"
+)
+
+// webhookSink is the webhooks workload's notification receiver: a fasthttp
+// server on 127.0.0.1 that answers every notification 200 {"status":"ok"}
+// (contract section 6) and matches authorised notifications to the charges
+// that caused them.
+//
+// The latency it records (operation "webhook") runs from the moment the
+// charge's 200 answer reached the worker to the moment the notification
+// saying "authorized" reached the receiver. The notification's own
+// updated_at has one-second resolution, too coarse to measure from.
+type webhookSink struct {
+	ln  *trackingListener
+	srv *fasthttp.Server
+	url string
+
+	pk, sk string // webhook key pair; empty pk means notifications are not verified
+
+	rec *shard // records "webhook"; the run's stats own it
+
+	mu      sync.Mutex
+	pending map[string]*pendingHook // order_id → charge answered and/or notification seen; kept once matched, to tell repeats
+	// counts, under mu
+	expected, delivered, received, duplicates, badSignature int64
+}
+
+// pendingHook is one order between its charge answer and its notification.
+// Either may come first: the node may notify before the worker has read the
+// charge's answer.
+type pendingHook struct {
+	answered time.Time // charge answer read; zero until then
+	arrived  time.Time // authorised notification received; zero until then
+	measured bool      // the charge was in the measured window
+	matched  bool      // both seen and recorded
+}
+
+func startWebhookSink(pk, sk string, rec *shard) (*webhookSink, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	ln := &trackingListener{Listener: l, conns: map[net.Conn]struct{}{}}
+	s := &webhookSink{ln: ln, pk: pk, sk: sk, rec: rec, pending: map[string]*pendingHook{}}
+	s.url = "http://" + ln.Addr().String() + "/hook"
+	s.srv = &fasthttp.Server{
+		Handler:               s.handle,
+		Name:                  "gatewaybench-hooks",
+		ReadTimeout:           30 * time.Second,
+		MaxRequestBodySize:    1 << 20,
+		NoDefaultServerHeader: true,
+	}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// close stops the receiver. Notifications still in flight are not wanted any
+// more: after a short grace it closes every connection, including those a
+// sender opened and never used, which fasthttp's Shutdown would wait 5 s for.
+func (s *webhookSink) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_ = s.srv.ShutdownWithContext(ctx)
+	s.ln.closeConns()
+}
+
+// trackingListener remembers its open connections so that they can be closed.
+type trackingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+	return &trackedConn{Conn: c, l: l}, nil
+}
+
+func (l *trackingListener) closeConns() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		_ = c.Close()
+	}
+	clear(l.conns)
+}
+
+type trackedConn struct {
+	net.Conn
+	l *trackingListener
+}
+
+func (c *trackedConn) Close() error {
+	c.l.mu.Lock()
+	delete(c.l.conns, c.Conn)
+	c.l.mu.Unlock()
+	return c.Conn.Close()
+}
+
+var okBody = []byte(`{"status":"ok"}`)
+
+func (s *webhookSink) handle(ctx *fasthttp.RequestCtx) {
+	now := time.Now()
+	body := ctx.PostBody()
+	verified := s.pk == "" ||
+		(string(ctx.Request.Header.Peek("merchant")) == s.pk &&
+			signature.Verify(s.pk, s.sk, body, ctx.Request.Header.Peek("signature")))
+	var n struct {
+		OrderID string `json:"order_id"`
+		Status  string `json:"status"`
+	}
+	_ = json.Unmarshal(body, &n) // an unreadable body is answered ok too: nothing to match it to
+	s.notified(n.OrderID, n.Status, verified, now)
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(okBody)
+}
+
+func (s *webhookSink) notified(orderID, status string, verified bool, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.received++
+	if !verified {
+		s.badSignature++
+		s.rec.failKind("webhook", "webhook_bad_signature")
+	}
+	if status != "authorized" || orderID == "" {
+		return
+	}
+	p := s.pending[orderID]
+	switch {
+	case p == nil:
+		s.pending[orderID] = &pendingHook{arrived: at} // before its charge answer
+	case !p.arrived.IsZero():
+		s.duplicates++ // at-least-once delivery: a repeat
+	default:
+		p.arrived = at
+		s.match(p)
+	}
+}
+
+// expect registers an acknowledged charge whose notification is awaited.
+func (s *webhookSink) expect(orderID string, answered time.Time, measured bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if measured {
+		s.expected++
+	}
+	p := s.pending[orderID]
+	if p == nil {
+		s.pending[orderID] = &pendingHook{answered: answered, measured: measured}
+		return
+	}
+	p.answered, p.measured = answered, measured
+	s.match(p)
+}
+
+// match records a pair of charge answer and notification. Called with mu held.
+func (s *webhookSink) match(p *pendingHook) {
+	p.matched = true
+	if !p.measured {
+		return
+	}
+	s.delivered++
+	d := p.arrived.Sub(p.answered)
+	if d < 0 {
+		d = 0 // notified before the answer was read
+	}
+	s.rec.ok("webhook", d)
+}
+
+// outstanding counts measured charges still waiting for their notification.
+func (s *webhookSink) outstanding() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.expected - s.delivered
+}
+
+// wait returns once every measured charge has its notification, ctx ends, or
+// max has passed; it polls every 10 ms.
+func (s *webhookSink) wait(ctx context.Context, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for s.outstanding() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// report closes the books: every measured charge still without notification
+// is counted undelivered, every authorised notification without a charge
+// answer of this run unmatched.
+func (s *webhookSink) report(window time.Duration) *WebhookReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &WebhookReport{
+		CallbackURL: s.url, Expected: s.expected, Delivered: s.delivered,
+		Received: s.received, Duplicates: s.duplicates, BadSignature: s.badSignature,
+	}
+	for _, p := range s.pending {
+		switch {
+		case p.answered.IsZero():
+			r.Unmatched++
+		case p.measured && !p.matched:
+			r.Undelivered++
+			s.rec.failKind("webhook", "webhook_undelivered")
+		}
+	}
+	if secs := window.Seconds(); secs > 0 {
+		r.DeliveredPerSec = float64(s.delivered) / secs
+	}
+	return r
+}
