@@ -84,7 +84,7 @@ func (f *fixture) create(t *testing.T, merchant, id, hash string, delay int64) *
 	msg := &Create{
 		Merchant: merchant, OrderID: id, RequestHash: hash,
 		Data: order.CreateData{Amount: 1000, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: delay},
-		Card: &vault.Card{PAN: "4111111111111111", ExpMonth: "12", ExpYear: "2035", HolderName: "A B"},
+		Card: f.card(),
 		CVV:  "123",
 	}
 	r, err := f.reg.Request(Key{merchant, id}, msg, 5*time.Second)
@@ -92,6 +92,10 @@ func (f *fixture) create(t *testing.T, merchant, id, hash string, delay int64) *
 		t.Fatal(err)
 	}
 	return r.(*Reply)
+}
+
+func (f *fixture) card() *vault.Card {
+	return &vault.Card{PAN: "4111111111111111", ExpMonth: "12", ExpYear: "2035", HolderName: "A B"}
 }
 
 func (f *fixture) waitStatus(t *testing.T, merchant, id string, want order.Status) *order.Order {

@@ -61,6 +61,10 @@ type Webhooks struct {
 
 	mu       sync.Mutex
 	inflight map[string]time.Time // notification id → lease end
+	// done remembers when each attempt's result was committed. A scan that
+	// started before that read the outbox too early: its view of the
+	// notification is stale and must not hand it out again.
+	done map[string]time.Time
 
 	m webhookMetrics
 }
@@ -86,6 +90,7 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 	}
 	w := &Webhooks{
 		cfg: cfg, system: system, wake: make(chan struct{}, 1), inflight: map[string]time.Time{},
+		done: map[string]time.Time{},
 		m: webhookMetrics{
 			delivered: metrics.GetOrCreateCounter(`gateway_webhook_delivered_total`),
 			failed:    metrics.GetOrCreateCounter(`gateway_webhook_failed_total`),
@@ -130,6 +135,7 @@ func (w *Webhooks) Run(ctx context.Context) {
 }
 
 func (w *Webhooks) dispatchDue() {
+	scanStart := time.Now()
 	now := w.cfg.Now()
 	due, err := w.cfg.Store.DueNotifications(now.UnixNano(), dueBatchNotifications)
 	if err != nil {
@@ -139,8 +145,16 @@ func (w *Webhooks) dispatchDue() {
 	lease := now.Add(w.cfg.AttemptTimeout + webhookLeaseSlack)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for id, at := range w.done {
+		if at.Before(scanStart) {
+			delete(w.done, id) // this scan saw the committed result
+		}
+	}
 	for _, n := range due {
 		if end, ok := w.inflight[n.ID]; ok && now.Before(end) {
+			continue
+		}
+		if _, stale := w.done[n.ID]; stale {
 			continue
 		}
 		w.inflight[n.ID] = lease
@@ -151,6 +165,7 @@ func (w *Webhooks) dispatchDue() {
 func (w *Webhooks) release(id string) {
 	w.mu.Lock()
 	delete(w.inflight, id)
+	w.done[id] = time.Now()
 	w.mu.Unlock()
 	w.Wake() // a slot is free, and a retry may be due at once
 }

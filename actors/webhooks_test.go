@@ -1,0 +1,119 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/transport/webhook"
+)
+
+type attemptLog struct {
+	mu    sync.Mutex
+	count map[string]int // body → attempts
+	fail  int            // fail the first N attempts of each body
+}
+
+func (l *attemptLog) attempt(_ context.Context, d webhook.Delivery) webhook.Attempt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.count[string(d.Body)]++
+	if l.count[string(d.Body)] <= l.fail {
+		return webhook.Attempt{HTTPCode: 500, Error: "http status 500"}
+	}
+	return webhook.Attempt{Delivered: true, HTTPCode: 200}
+}
+
+func startWebhooks(t *testing.T, f *fixture, log *attemptLog, delays []time.Duration) *Webhooks {
+	t.Helper()
+	w := NewWebhooks(f.reg.system, WebhookConfig{
+		Store: f.store, Proposer: f.proposer, Logger: f.deps.Logger, Now: time.Now, Attempt: log.attempt,
+		Keys:        func(string) (string, string, bool) { return "whpk", "whsk", true },
+		RetryDelays: delays, PerEndpoint: 4, Poll: time.Millisecond,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go w.Run(ctx)
+	return w
+}
+
+func createWithCallback(t *testing.T, f *fixture, id string) {
+	t.Helper()
+	msg := &Create{Merchant: "m1", OrderID: id, RequestHash: "h",
+		Data: order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 24,
+			CallbackURL: "http://receiver.test/hook"},
+		Card: f.card(), CVV: "123"}
+	if _, err := f.reg.Request(Key{"m1", id}, msg, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Each notification is attempted exactly once when the receiver accepts it,
+// however the dispatcher's scans interleave with committed results.
+func TestWebhooksDeliverEachOnce(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	log := &attemptLog{count: map[string]int{}}
+	startWebhooks(t, f, log, []time.Duration{time.Second})
+	const orders = 300
+	for i := range orders {
+		createWithCallback(t, f, fmt.Sprintf("o%d", i))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if n, _ := f.store.PendingNotificationCount(); n == 0 && len(log.snapshot()) == orders {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	counts := log.snapshot()
+	if len(counts) != orders {
+		t.Fatalf("%d notifications attempted, want %d", len(counts), orders)
+	}
+	for body, n := range counts {
+		if n != 1 {
+			t.Fatalf("notification attempted %d times: %.80s", n, body)
+		}
+	}
+}
+
+// Failed attempts follow the offsets from the first attempt, then the
+// delivery is marked failed.
+func TestWebhooksRetryThenFail(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	log := &attemptLog{count: map[string]int{}, fail: 100}
+	startWebhooks(t, f, log, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond})
+	createWithCallback(t, f, "fails")
+	var list []*persistence.Notification
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		list, _ = f.store.Notifications("m1", "fails", 10)
+		if len(list) == 1 && list[0].State == persistence.NotifyFailed {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if len(list) != 1 || list[0].State != persistence.NotifyFailed || len(list[0].Attempts) != 3 {
+		t.Fatalf("want failed after 3 attempts: %+v", list)
+	}
+	a := list[0].Attempts
+	for i, want := range []time.Duration{20 * time.Millisecond, 40 * time.Millisecond} {
+		if got := time.Duration(a[i+1].At - a[0].At); got < want {
+			t.Fatalf("attempt %d at +%s, before its offset %s", i+2, got, want)
+		}
+	}
+}
+
+func (l *attemptLog) snapshot() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int, len(l.count))
+	for k, v := range l.count {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,80 @@
+package persistence
+
+import (
+	"hash/maphash"
+	"sync"
+
+	"github.com/paygate/gateway/order"
+)
+
+// orderCache holds recently applied orders, decoded, so the hot path reads
+// neither Pebble nor JSON for an order it just touched.
+//
+// Consistency: the FSM goroutine is the only writer (Batch.Commit puts what
+// the batch wrote; the FSM's own reads put what they loaded, which is safe
+// because nothing else writes orders). Readers never fill the cache: a
+// reader that loaded an older value from Pebble could otherwise overwrite a
+// newer one. Cached orders are shared and must not be modified.
+type orderCache struct {
+	seed   maphash.Seed
+	shards [cacheShards]cacheShard
+}
+
+const cacheShards = 32
+
+type cacheShard struct {
+	mu   sync.RWMutex
+	m    map[string]*order.Order
+	ring []string // FIFO eviction order
+	next int
+}
+
+func newOrderCache(capacity int) *orderCache {
+	c := &orderCache{seed: maphash.MakeSeed()}
+	per := max(capacity/cacheShards, 1)
+	for i := range c.shards {
+		c.shards[i].m = make(map[string]*order.Order, per)
+		c.shards[i].ring = make([]string, per)
+	}
+	return c
+}
+
+func (c *orderCache) shard(key []byte) *cacheShard {
+	return &c.shards[maphash.Bytes(c.seed, key)%cacheShards]
+}
+
+func (c *orderCache) get(key []byte) *order.Order {
+	s := c.shard(key)
+	s.mu.RLock()
+	o := s.m[string(key)]
+	s.mu.RUnlock()
+	return o
+}
+
+func (c *orderCache) put(key []byte, o *order.Order) {
+	s := c.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[string(key)]; ok {
+		s.m[string(key)] = o
+		return
+	}
+	k := string(key)
+	if old := s.ring[s.next]; old != "" {
+		delete(s.m, old)
+	}
+	s.ring[s.next] = k
+	s.next = (s.next + 1) % len(s.ring)
+	s.m[k] = o
+}
+
+func (c *orderCache) clear() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		clear(s.m)
+		clear(s.ring)
+		s.next = 0
+		s.mu.Unlock()
+	}
+}
