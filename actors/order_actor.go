@@ -54,6 +54,8 @@ type Deps struct {
 	// AuthAttempts bounds acquirer calls that fail in transport before the
 	// order is declined 6.02.
 	AuthAttempts int
+	// ThreeDS configures 3-D Secure challenges (forms.go).
+	ThreeDS ThreeDSConfig
 }
 
 // Create asks an order actor to create the order (charge, wallet payment).
@@ -116,6 +118,9 @@ type orderActor struct {
 	processed uint64
 	lastSeen  time.Time
 	idleTimer *time.Timer
+	// held is the CVV of a payment waiting for its 3-D Secure answer: in
+	// this actor's memory only, never stored (forms.go).
+	held heldCVV
 }
 
 // NewOrderActorProducer returns the registry's actor factory.
@@ -133,7 +138,10 @@ func (a *orderActor) Receive(ctx actor.Context) {
 			a.idleTimer.Stop()
 		}
 	case idleCheck:
-		if time.Since(a.lastSeen) >= a.deps.IdleAfter && a.reg.TryRetire(a.key, ctx.Self(), a.processed) {
+		// An actor holding a CVV for an open challenge stays until the
+		// challenge ends, so the customer's answer finds it.
+		if time.Since(a.lastSeen) >= a.deps.IdleAfter && !a.held.active(time.Now()) &&
+			a.reg.TryRetire(a.key, ctx.Self(), a.processed) {
 			ctx.Stop(ctx.Self())
 			return
 		}
@@ -163,6 +171,8 @@ func (a *orderActor) handle(ctx actor.Context, msg any) {
 		a.resume()
 	case AutoSettle:
 		a.autoSettle()
+	default:
+		a.handleForm(ctx, msg)
 	}
 }
 
@@ -218,10 +228,13 @@ func (a *orderActor) create(m *Create) *Reply {
 	if res.Outcome.Reject != nil || res.Outcome.Replay {
 		return &Reply{Order: res.Order, TxnID: res.Outcome.TxnID, Reject: res.Outcome.Reject}
 	}
+	o := res.Order
 	if card != nil {
-		a.startAuth(res.Order, *card, m.CVV, m.Cryptogram, m.ECI)
+		// 3-D Secure is decided before the acquirer is asked; a challenge
+		// answers with the order in verify and its redirect_url.
+		o = a.proceed(res.Order, *card, m.CVV, m.Cryptogram, m.ECI)
 	}
-	return &Reply{Order: res.Order, TxnID: res.Outcome.TxnID}
+	return &Reply{Order: o, TxnID: res.Outcome.TxnID}
 }
 
 func (a *orderActor) resolveToken(merchant, token string, now time.Time) (*persistence.TokenRecord, *vault.Card, error) {
@@ -362,8 +375,8 @@ func (a *orderActor) applyAuthAnswer(m authAnswer) {
 
 func (a *orderActor) resume() {
 	cur, err := a.deps.Store.GetOrder(a.key.Merchant, a.key.OrderID)
-	if err != nil || cur == nil || cur.Pending == nil {
-		return
+	if err != nil || cur == nil || !cur.Pending.Due() {
+		return // nothing pending, or waiting for the customer's 3-D Secure answer
 	}
 	card, err := a.openCard(cur.Merchant, cur.Source.CardID)
 	if err != nil {
@@ -371,7 +384,7 @@ func (a *orderActor) resume() {
 		return
 	}
 	// The CVV was never stored: the resumed call goes without it.
-	a.startAuth(cur, *card, "", "", "")
+	a.proceed(cur, *card, "", "", "")
 }
 
 func (a *orderActor) autoSettle() {

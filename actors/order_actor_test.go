@@ -229,9 +229,11 @@ func TestSchedulerSettlesAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	done := make(chan struct{})
+	// Stop the scheduler before the fixture closes the store under it.
+	t.Cleanup(func() { cancel(); <-done })
 	s := &Scheduler{Store: f.store, Registry: f.reg, Logger: f.deps.Logger, Now: time.Now, Poll: 2 * time.Millisecond}
-	go s.Run(ctx)
+	go func() { defer close(done); s.Run(ctx) }()
 	settled := f.waitStatus(t, "m1", "auto", order.StatusSettled)
 	if settled.SettledAmount != 1000 || len(settled.Txns) != 2 {
 		t.Fatalf("auto-settle: %+v", settled)

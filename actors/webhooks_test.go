@@ -36,8 +36,10 @@ func startWebhooks(t *testing.T, f *fixture, log *attemptLog, delays []time.Dura
 		RetryDelays: delays, PerEndpoint: 4, Poll: time.Millisecond,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go w.Run(ctx)
+	done := make(chan struct{})
+	// Stop the dispatcher before the fixture closes the store under it.
+	t.Cleanup(func() { cancel(); <-done })
+	go func() { defer close(done); w.Run(ctx) }()
 	return w
 }
 

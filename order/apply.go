@@ -12,6 +12,9 @@ func Apply(cur *Order, cmd *Command) (*Order, Outcome) {
 	if cmd.Kind == KindCreate {
 		return applyCreate(cur, cmd)
 	}
+	if cmd.Kind == KindInitPayment {
+		return applyInitPayment(cur, cmd)
+	}
 	if cur == nil {
 		return nil, reject(RejectNotFound, "order_id", "order not found")
 	}
@@ -24,6 +27,16 @@ func Apply(cur *Order, cmd *Command) (*Order, Outcome) {
 		return applyVoid(cur, cmd)
 	case KindRefund:
 		return applyRefund(cur, cmd)
+	case KindFormSubmit:
+		return applyFormSubmit(cur, cmd)
+	case KindThreeDSChallenge:
+		return applyChallenge(cur, cmd)
+	case KindThreeDSResult:
+		return applyThreeDSResult(cur, cmd)
+	case KindNonSecure:
+		return applyNonSecure(cur, cmd)
+	case KindExpire:
+		return applyExpire(cur, cmd)
 	}
 	// An unknown kind is a programming error on the leader; refuse it the
 	// same way on every replica rather than diverge.
@@ -91,6 +104,7 @@ func applyCreate(cur *Order, cmd *Command) (*Order, Outcome) {
 		o.ThreeDS = &shown
 		o.Pending.ThreeDS = &sent
 	}
+	o.ThreeDSForce, o.AttemptNonSecure = c.ThreeDSForce, c.AttemptNonSecure
 	if o.Source.Billing != nil {
 		b := *o.Source.Billing
 		o.Source.Billing = &b
@@ -106,9 +120,10 @@ func firstTxnID(o *Order) string {
 }
 
 func applyOutcome(cur *Order, cmd *Command) (*Order, Outcome) {
-	if cur.Status != StatusProcessing || cur.Pending == nil || cur.Pending.TxnID != cmd.TxnID {
+	if cur.Status != StatusProcessing || !cur.Pending.Due() || cur.Pending.TxnID != cmd.TxnID {
 		// A second answer to the same authorisation (e.g. resumed after a
-		// restart that raced the first answer's commit) changes nothing.
+		// restart that raced the first answer's commit) changes nothing;
+		// nor does one while the customer has a 3-D Secure challenge open.
 		return illegal(cur, "authorisation outcome")
 	}
 	r := cmd.Outcome

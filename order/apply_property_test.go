@@ -30,9 +30,17 @@ func testSeed(t *testing.T) uint64 {
 // and command kind to the statuses the order may move to. Staying in the same
 // status is listed where the contract allows it (a partial refund).
 var contractMoves = map[order.Status]map[order.Kind][]order.Status{
-	"": {order.KindCreate: {order.StatusProcessing}},
-	order.StatusProcessing: {order.KindAuthOutcome: {
-		order.StatusAuthorized, order.StatusDeclined, order.StatusSettled}},
+	"": {order.KindCreate: {order.StatusProcessing}, order.KindInitPayment: {order.StatusCreated}},
+	order.StatusCreated: {
+		order.KindFormSubmit: {order.StatusProcessing},
+		order.KindExpire:     {order.StatusExpired},
+	},
+	order.StatusProcessing: {
+		order.KindAuthOutcome:      {order.StatusAuthorized, order.StatusDeclined, order.StatusSettled},
+		order.KindThreeDSChallenge: {order.StatusProcessing},
+		order.KindThreeDSResult:    {order.StatusProcessing, order.StatusDeclined},
+		order.KindNonSecure:        {order.StatusProcessing},
+	},
 	order.StatusAuthorized: {
 		order.KindSettle: {order.StatusSettled},
 		order.KindVoid:   {order.StatusVoided},
@@ -56,6 +64,9 @@ func (g *gen) command(cur *order.Order) *order.Command {
 	g.next++
 	id := fmt.Sprintf("t%d", g.next)
 	cmd := &order.Command{Time: g.now, Merchant: "m1", OrderID: "o1", TxnID: id, ARN: "arn-" + id}
+	if g.formCommand(cur, cmd) {
+		return cmd
+	}
 	var amount, settled, left int64 = 1, 0, 0
 	if cur != nil {
 		amount, settled, left = cur.Amount, cur.SettledAmount, cur.SettledAmount-cur.RefundedAmount
@@ -109,6 +120,17 @@ func cloneCommand(c *order.Command) *order.Command {
 	}
 	if c.Outcome != nil {
 		d.Outcome = ptrClone(c.Outcome)
+	}
+	d.Form, d.Challenge = ptrClone(c.Form), ptrClone(c.Challenge)
+	if c.Submit != nil {
+		sd := *c.Submit
+		sd.Source.Billing = ptrClone(c.Submit.Source.Billing)
+		d.Submit = &sd
+	}
+	if c.ThreeDSResult != nil {
+		r := *c.ThreeDSResult
+		r.Result = ptrClone(c.ThreeDSResult.Result)
+		d.ThreeDSResult = &r
 	}
 	return &d
 }
@@ -181,8 +203,8 @@ func TestApplyProperties(t *testing.T) {
 		}
 	}
 	t.Logf("accepted commands by kind: %v; statuses reached: %v", accepted, reached)
-	for _, s := range []order.Status{order.StatusProcessing, order.StatusAuthorized, order.StatusDeclined,
-		order.StatusSettled, order.StatusVoided, order.StatusRefunded} {
+	for _, s := range []order.Status{order.StatusCreated, order.StatusExpired, order.StatusProcessing,
+		order.StatusAuthorized, order.StatusDeclined, order.StatusSettled, order.StatusVoided, order.StatusRefunded} {
 		if reached[s] == 0 {
 			t.Errorf("the generator never reached status %s", s)
 		}
@@ -190,6 +212,12 @@ func TestApplyProperties(t *testing.T) {
 	for _, k := range []order.Kind{order.KindCreate, order.KindAuthOutcome, order.KindSettle,
 		order.KindVoid, order.KindRefund} {
 		if accepted[k] < 20 {
+			t.Errorf("only %d accepted %s commands: the generator does not reach it", accepted[k], k)
+		}
+	}
+	for _, k := range []order.Kind{order.KindInitPayment, order.KindFormSubmit, order.KindExpire,
+		order.KindThreeDSChallenge, order.KindThreeDSResult, order.KindNonSecure} {
+		if accepted[k] < 10 {
 			t.Errorf("only %d accepted %s commands: the generator does not reach it", accepted[k], k)
 		}
 	}
@@ -231,12 +259,12 @@ func checkStep(t *testing.T, where string, cur *order.Order, cmd *order.Command,
 		t.Fatalf("%s: outcome names txn %q, want %q", where, out.TxnID, cmd.TxnID)
 	}
 	checkOrder(t, where, next)
-	wantTxns := 1
+	wantTxns := 0
 	if cur != nil {
-		wantTxns = len(cur.Txns) + 1
-		if cmd.Kind == order.KindAuthOutcome {
-			wantTxns--
-		}
+		wantTxns = len(cur.Txns)
+	}
+	if createsTxn(cmd.Kind) {
+		wantTxns++
 	}
 	if len(next.Txns) != wantTxns {
 		t.Fatalf("%s: %d transactions, want %d", where, len(next.Txns), wantTxns)
@@ -255,6 +283,12 @@ func checkOrder(t *testing.T, where string, o *order.Order) {
 	}
 	if (o.Pending != nil) != (o.Status == order.StatusProcessing) {
 		t.Fatalf("%s: pending %v in status %s", where, o.Pending, o.Status)
+	}
+	if o.Pending != nil && (o.Pending.Challenge != "") != (o.Txns[0].Status == order.TxnVerify) {
+		t.Fatalf("%s: challenge %q with the payment's transaction in %s", where, o.Pending.Challenge, o.Txns[0].Status)
+	}
+	if (o.Status == order.StatusCreated || o.Status == order.StatusExpired) != (len(o.Txns) == 0) {
+		t.Fatalf("%s: %d transactions in status %s", where, len(o.Txns), o.Status)
 	}
 	if (o.Decline != nil) != (o.Status == order.StatusDeclined) {
 		t.Fatalf("%s: decline %v in status %s", where, o.Decline, o.Status)

@@ -18,6 +18,9 @@ type tableOp struct {
 	// amountOK says whether the amount is valid for the hand-built order
 	// in the legal status; when not, the legal status refuses it with 2.02.
 	amountOK bool
+	// needs, when set, narrows the legal status to the orders where the
+	// step applies (which wait the pending authorisation is in).
+	needs func(o *order.Order) bool
 }
 
 func tableOps() []tableOp {
@@ -45,24 +48,71 @@ func tableOps() []tableOp {
 	// Amounts are chosen against the fixtures: amount 1000; settled 600 (auth
 	// path) or 1000 (sale path), nothing refunded yet.
 	return []tableOp{
-		{"settle", cmd(order.KindSettle, 400, false), order.StatusAuthorized, true},
-		{"settle", cmd(order.KindSettle, fxAmount, false), order.StatusAuthorized, true},
-		{"settle", cmd(order.KindSettle, 0, false), order.StatusAuthorized, false},
-		{"settle", cmd(order.KindSettle, fxAmount+1, false), order.StatusAuthorized, false},
-		{"settle", cmd(order.KindSettle, 0, true), order.StatusAuthorized, true}, // auto-settle
-		{"void", cmd(order.KindVoid, 0, false), order.StatusAuthorized, true},
-		{"refund", cmd(order.KindRefund, 100, false), order.StatusSettled, true},
-		{"refund", cmd(order.KindRefund, fxSettled, false), order.StatusSettled, true},
-		{"refund", cmd(order.KindRefund, 0, false), order.StatusSettled, false},
-		{"refund", cmd(order.KindRefund, fxAmount+1, false), order.StatusSettled, false},
-		{"authorisation outcome", outcome(true), order.StatusProcessing, true},
-		{"authorisation outcome", outcome(false), order.StatusProcessing, true},
+		{"settle", cmd(order.KindSettle, 400, false), order.StatusAuthorized, true, nil},
+		{"settle", cmd(order.KindSettle, fxAmount, false), order.StatusAuthorized, true, nil},
+		{"settle", cmd(order.KindSettle, 0, false), order.StatusAuthorized, false, nil},
+		{"settle", cmd(order.KindSettle, fxAmount+1, false), order.StatusAuthorized, false, nil},
+		{"settle", cmd(order.KindSettle, 0, true), order.StatusAuthorized, true, nil}, // auto-settle
+		{"void", cmd(order.KindVoid, 0, false), order.StatusAuthorized, true, nil},
+		{"refund", cmd(order.KindRefund, 100, false), order.StatusSettled, true, nil},
+		{"refund", cmd(order.KindRefund, fxSettled, false), order.StatusSettled, true, nil},
+		{"refund", cmd(order.KindRefund, 0, false), order.StatusSettled, false, nil},
+		{"refund", cmd(order.KindRefund, fxAmount+1, false), order.StatusSettled, false, nil},
+		{"authorisation outcome", outcome(true), order.StatusProcessing, true, due},
+		{"authorisation outcome", outcome(false), order.StatusProcessing, true, due},
+		{"form submit", func() *order.Command {
+			c := cmd(order.KindFormSubmit, 0, false)()
+			c.Submit = &order.SubmitData{Source: order.PaymentSource{Type: "card", CardID: "card-9"}}
+			return c
+		}, order.StatusCreated, true, nil},
+		{"expire", func() *order.Command {
+			c := cmd(order.KindExpire, 0, false)()
+			c.TxnID, c.Time = "", fxEpoch+int64(48*time.Hour) // after the form's lifetime
+			return c
+		}, order.StatusCreated, true, nil},
+		{"3-D Secure challenge", func() *order.Command {
+			c := cmd(order.KindThreeDSChallenge, 0, false)()
+			c.TxnID = "t1"
+			c.Challenge = &order.ChallengeData{ID: "c9", RedirectURL: "https://pay.example/api/v3/3ds/c9", ExpiresAt: at + 600*fxSecond}
+			return c
+		}, order.StatusProcessing, true, undecided},
+		{"3-D Secure downgrade", func() *order.Command {
+			c := cmd(order.KindNonSecure, 0, false)()
+			c.TxnID = "t1"
+			return c
+		}, order.StatusProcessing, true, undecided},
+		{"3-D Secure result", threeDSResult(true), order.StatusProcessing, true, challenged},
+		{"3-D Secure result", threeDSResult(false), order.StatusProcessing, true, challenged},
+	}
+}
+
+// Which wait a processing order's authorisation is in.
+var (
+	due        = func(o *order.Order) bool { return o.Pending.Due() }
+	undecided  = func(o *order.Order) bool { return o.Pending.Due() && o.Pending.ThreeDS == nil }
+	challenged = func(o *order.Order) bool { return o.Pending != nil && o.Pending.Challenge == "c1" }
+)
+
+func threeDSResult(authenticated bool) func() *order.Command {
+	return func() *order.Command {
+		c := &order.Command{Kind: order.KindThreeDSResult, Time: fxEpoch + 100*fxSecond, Merchant: "m1",
+			OrderID: "o1", TxnID: "t1", ThreeDSResult: &order.ThreeDSResultData{ChallengeID: "c1",
+				Authenticated: authenticated, Result: &order.ThreeDS{AuthenticationResult: "N", Version: "2.2.0"}}}
+		if authenticated {
+			c.ThreeDSResult.Result = &order.ThreeDS{AuthenticationResult: "Y", Version: "2.2.0", ECI: "05", CAVV: "Y2F2dg=="}
+		} else {
+			c.ThreeDSResult.DeclineCode, c.ThreeDSResult.DeclineMessage = "5.01", "3-D Secure authentication failed"
+		}
+		return c
 	}
 }
 
 func describe(c *order.Command) string {
 	if c.Outcome != nil {
 		return fmt.Sprintf("%s(txn=%s approved=%v)", c.Kind, c.TxnID, c.Outcome.Approved)
+	}
+	if c.ThreeDSResult != nil {
+		return fmt.Sprintf("%s(txn=%s authenticated=%v)", c.Kind, c.TxnID, c.ThreeDSResult.Authenticated)
 	}
 	return fmt.Sprintf("%s(amount=%d auto=%v)", c.Kind, c.Amount, c.Auto)
 }
@@ -83,7 +133,7 @@ func TestApplyIllegalStatus(t *testing.T) {
 					t.Fatalf("Apply mutated its input:\nbefore %+v\nafter  %+v", before, cur)
 				}
 				switch {
-				case cur.Status != op.legal:
+				case cur.Status != op.legal || (op.needs != nil && !op.needs(cur)):
 					refused++
 					wantRejected(t, cur, before, next, out, order.RejectIllegalStatus, "status",
 						"order status is illegal for the "+op.name+" operation")
@@ -100,9 +150,13 @@ func TestApplyIllegalStatus(t *testing.T) {
 			})
 		}
 	}
-	// 10 fixtures x 12 operations, of which 6 (authorized), 2x4 (settled,
-	// settled-sale) and 2x2 (processing, processing-sale) are legal.
-	if want := 10*12 - 6 - 8 - 4; refused != want {
+	// 11 fixtures x 18 operations, of which 6 (authorized), 2x4 (settled,
+	// settled-sale), 2x2 authorisation outcomes (processing,
+	// processing-sale: due at the acquirer), 2 in created (form submit,
+	// expire), 2 in processing-sale (challenge, downgrade: no 3-D Secure
+	// step taken yet) and 2 in processing-verify (the 3-D Secure results)
+	// are legal.
+	if want := 11*18 - 6 - 8 - 4 - 2 - 2 - 2; refused != want {
 		t.Errorf("%d illegal combinations tried, want %d", refused, want)
 	}
 }

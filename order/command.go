@@ -39,6 +39,12 @@ type Command struct {
 
 	Create  *CreateData  `json:"c,omitempty"`
 	Outcome *OutcomeData `json:"r,omitempty"`
+	// Hosted form and 3-D Secure steps (form.go): the form of an
+	// init-payment, the card of a form submit, a challenge, its result.
+	Form          *FormData          `json:"form,omitempty"`
+	Submit        *SubmitData        `json:"submit,omitempty"`
+	Challenge     *ChallengeData     `json:"challenge,omitempty"`
+	ThreeDSResult *ThreeDSResultData `json:"three_ds_result,omitempty"`
 }
 
 // CreateData is the order as accepted from a charge or wallet request.
@@ -60,6 +66,10 @@ type CreateData struct {
 	SealedCard []byte `json:"sealed_card,omitempty"`
 	// ThreeDS is 3-D Secure data known at creation (external MPI).
 	ThreeDS *ThreeDS `json:"three_ds,omitempty"`
+	// three_ds.force and three_ds.attempt_non_secure of the request (charge,
+	// init-payment), kept on the order for the 3-D Secure decision.
+	ThreeDSForce     bool `json:"three_ds_force,omitempty"`
+	AttemptNonSecure bool `json:"attempt_non_secure,omitempty"`
 }
 
 // OutcomeData is the acquirer's answer to an authorisation, plus what the
@@ -111,6 +121,10 @@ type Outcome struct {
 	// due), Created when the order came into existence.
 	StatusChanged bool
 	Created       bool
+	// RedirectSet is set when a 3-D Secure challenge gave the order its
+	// redirect_url: a notification is due although the status stayed
+	// (interface 6.1.2).
+	RedirectSet bool
 }
 
 // Changed reports whether the order must be written.

@@ -72,7 +72,11 @@ func fxOrders() []fxCase {
 		return o
 	}
 	return []fxCase{
-		{"created", func() *order.Order { return fxBase(order.StatusCreated) }},
+		{"created", func() *order.Order {
+			o := fxBase(order.StatusCreated)
+			o.FormTokenHash, o.FormExpiresAt, o.Language = "sha256-of-token", fxEpoch+int64(30*time.Minute), "de"
+			return o
+		}},
 		{"expired", func() *order.Order {
 			o := fxBase(order.StatusExpired)
 			o.UpdatedAt, o.Version = t1, 2
@@ -125,6 +129,16 @@ func fxOrders() []fxCase {
 			r.RefundReasonCode = "1234"
 			o.Txns = append(o.Txns, r)
 			o.UpdatedAt, o.Version = t3, 4
+			return o
+		}},
+		// processing with a 3-D Secure challenge open: the customer's turn.
+		{"processing-verify", func() *order.Order {
+			o := fxBase(order.StatusProcessing)
+			o.ThreeDS = nil
+			o.Txns = []order.Transaction{fxTxn("t1", order.OpAuth, order.TxnVerify, fxAmount, t1)}
+			o.RedirectURL = "https://pay.example/api/v3/3ds/c1"
+			o.Pending = &order.PendingAuth{TxnID: "t1", Challenge: "c1", ChallengeExpiresAt: t1 + int64(30*time.Minute)}
+			o.UpdatedAt, o.Version = t1, 2
 			return o
 		}},
 	}

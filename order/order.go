@@ -138,6 +138,15 @@ type Order struct {
 	UpdatedAt        int64         `json:"updated_at"`
 	Version          uint64        `json:"version"` // number of applied changes; notification sequence
 	Pending          *PendingAuth  `json:"pending,omitempty"`
+	// Hosted form (init-payment): the SHA-256 of the form token (the token
+	// itself is never stored), when the form stops being payable (Unix ns)
+	// and its language. The 3-D Secure options travel with the order so a
+	// form payment and a resumed authorisation decide the same way.
+	FormTokenHash    string `json:"form_token_hash,omitempty"`
+	FormExpiresAt    int64  `json:"form_expires_at,omitempty"`
+	Language         string `json:"language,omitempty"`
+	ThreeDSForce     bool   `json:"three_ds_force,omitempty"`
+	AttemptNonSecure bool   `json:"attempt_non_secure,omitempty"`
 }
 
 // PendingAuth records an authorisation that was accepted (status
@@ -147,6 +156,12 @@ type PendingAuth struct {
 	TxnID string `json:"txn_id"`
 	// ThreeDS data to present to the acquirer, when authenticated.
 	ThreeDS *ThreeDS `json:"three_ds,omitempty"`
+	// Challenge is the id of a 3-D Secure challenge the customer has not
+	// answered yet (the transaction is in verify). While it is set the
+	// authorisation waits for the customer, not the acquirer: a restart must
+	// not send it (see Due); ChallengeExpiresAt ends the wait (Unix ns).
+	Challenge          string `json:"challenge,omitempty"`
+	ChallengeExpiresAt int64  `json:"challenge_expires_at,omitempty"`
 }
 
 // Txn returns the transaction with the given id, or nil.

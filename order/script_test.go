@@ -10,7 +10,13 @@ package order_test
 //
 // Commands (one order per file, until reset):
 //
-//	create amount=N delay=H [currency=USD] [hash=h1] [source=card] [3ds]
+//	create amount=N delay=H [currency=USD] [hash=h1] [source=card] [3ds] [force] [attempt-non-secure]
+//	init amount=N delay=H [currency=USD] [hash=h1] [ttl=30m] [lang=de] [force] [attempt-non-secure]
+//	submit                  the customer's card on the form (created -> processing)
+//	challenge [id=c1] [ttl=10m] [txn=tN]
+//	3ds-result authenticated|failed [id=c1] [txn=tN]
+//	non-secure [txn=tN]     issuer not enrolled: go on without 3-D Secure
+//	expire                  the form's lifetime ends
 //	outcome approved [auth_code=A1] [avs=Y] [cvv=M] [risk=R] [txn=tN] [no-auto-settle]
 //	outcome declined code=N.NN [txn=tN]
 //	settle amount=N | settle auto [amount=N]
@@ -171,6 +177,7 @@ func (s *script) run(pos, line string) string {
 		if a.has("3ds") {
 			c.ThreeDS = &order.ThreeDS{Version: "2.2.0", ECI: "05", CAVV: "cavv1"}
 		}
+		c.ThreeDSForce, c.AttemptNonSecure = a.has("force"), a.has("attempt-non-secure")
 		cmd.Create = c
 	case "outcome":
 		cmd.Kind, cmd.ARN = order.KindAuthOutcome, ""
@@ -229,7 +236,9 @@ func (s *script) run(pos, line string) string {
 		s.cur, s.now, s.txns = nil, fxEpoch, 0
 		return "ok"
 	default:
-		t.Fatalf("%s: unknown command %q", pos, fields[0])
+		if !s.formCommand(fields[0], a, cmd) {
+			t.Fatalf("%s: unknown command %q", pos, fields[0])
+		}
 	}
 	return s.apply(pos, cmd)
 }
@@ -259,7 +268,7 @@ func (s *script) apply(pos string, cmd *order.Command) string {
 	if want := version(s.cur) + 1; next.Version != want {
 		s.t.Errorf("%s: version %d, want %d", pos, next.Version, want)
 	}
-	if cmd.Kind != order.KindAuthOutcome {
+	if createsTxn(cmd.Kind) {
 		s.txns++
 	}
 	s.cur = next
@@ -269,6 +278,8 @@ func (s *script) apply(pos string, cmd *order.Command) string {
 		result = "created"
 	case out.StatusChanged:
 		result = "status-changed"
+	case out.RedirectSet:
+		result = "redirect-set"
 	}
 	return fmt.Sprintf("%s txn=%s\n%s", result, out.TxnID, renderOrder(next))
 }
@@ -301,6 +312,7 @@ func renderOrder(o *order.Order) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "status=%s amount=%d settled=%d refunded=%d version=%d",
 		o.Status, o.Amount, o.SettledAmount, o.RefundedAmount, o.Version)
+	renderForm(&b, o)
 	if o.Decline != nil {
 		fmt.Fprintf(&b, "\ndecline=%s %s", o.Decline.Code, o.Decline.Message)
 	}
@@ -309,6 +321,7 @@ func renderOrder(o *order.Order) string {
 	}
 	if o.Pending != nil {
 		fmt.Fprintf(&b, "\npending=%s", o.Pending.TxnID)
+		renderChallenge(&b, o.Pending)
 		if o.Pending.ThreeDS != nil {
 			fmt.Fprintf(&b, " three_ds.eci=%s", o.Pending.ThreeDS.ECI)
 		}

@@ -140,13 +140,15 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 }
 
 // putOrder writes the order and keeps its secondary indexes in step: the
-// pending-authorisation set and the auto-settle schedule.
+// pending-authorisation set (only authorisations due at the acquirer: one
+// waiting for the customer's 3-D Secure answer is not resumed), the
+// auto-settle schedule, and the form and 3-D Secure indexes (forms.go).
 func (b *Batch) putOrder(cur, next *order.Order) {
 	b.putJSON(orderKey(next.Merchant, next.ID), next)
 	pk := refKey(prefixPending, next.Merchant, next.ID)
-	if next.Pending != nil {
+	if next.Pending.Due() {
 		b.set(pk, []byte(next.Pending.TxnID))
-	} else if cur != nil && cur.Pending != nil {
+	} else if cur != nil && cur.Pending.Due() {
 		b.del(pk)
 	}
 	var oldDue int64
@@ -162,6 +164,7 @@ func (b *Batch) putOrder(cur, next *order.Order) {
 			b.set(timedKey(prefixSettle, next.AutoSettleAt, ref), nil)
 		}
 	}
+	b.putFormIndexes(cur, next)
 }
 
 // applySideEffects writes what a change brings beside the order: the sealed
@@ -171,13 +174,16 @@ func (b *Batch) applySideEffects(cmd *order.Command, next *order.Order, out orde
 	if cmd.Kind == order.KindCreate && len(cmd.Create.SealedCard) > 0 {
 		b.set(append([]byte(prefixCard), next.Source.CardID...), cmd.Create.SealedCard)
 	}
+	b.formSideEffects(cmd, next)
 	if cmd.Kind == order.KindAuthOutcome && cmd.Outcome.PaymentToken != "" {
 		b.putJSON(append([]byte(prefixToken), cmd.Outcome.PaymentToken...), &TokenRecord{
 			Merchant: next.Merchant, CardID: next.Source.CardID,
 			ExpiresAt: cmd.Outcome.TokenExpiresAt, Source: next.Source,
 		})
 	}
-	if out.StatusChanged && next.CallbackURL != "" {
+	// A 3-D Secure challenge notifies too: it delivers redirect_url
+	// (interface 6.1.2) although the status stays processing.
+	if (out.StatusChanged || out.RedirectSet) && next.CallbackURL != "" {
 		b.addNotification(next, cmd.Time)
 	}
 }
