@@ -26,6 +26,8 @@ type FSM struct {
 	// applied is the last index whose effects are in the store. Entries at
 	// or below it are skipped when raft replays its log after a restart.
 	applied atomic.Uint64
+	// restores counts snapshot restores (tests check catch-up took one).
+	restores atomic.Uint64
 	// OnCommit, when set, is called after each committed batch with the
 	// notifications it created (the dispatcher wakes on them). It runs on
 	// the FSM goroutine: it must not block.
@@ -120,11 +122,38 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.applied.Store(idx)
+	f.restores.Add(1)
 	f.logger.Info("restored state from snapshot", "applied_index", idx)
 	if f.OnCommit != nil {
 		f.OnCommit(nil, nil)
 	}
 	return nil
+}
+
+// Restores is how many snapshots this FSM restored since it was made.
+func (f *FSM) Restores() uint64 { return f.restores.Load() }
+
+// recoverInterruptedRestore finishes a restore that a crash cut off: raft
+// does not restore on start (NoSnapshotRestoreOnStart), so without this the
+// partial store would be taken as applied up to the snapshot's index.
+func (f *FSM) recoverInterruptedRestore(snaps raft.SnapshotStore) error {
+	partial, err := f.store.RestoreIncomplete()
+	if err != nil || !partial {
+		return err
+	}
+	list, err := snaps.List()
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		return fmt.Errorf("cluster: the store was cut off mid-restore and raft holds no snapshot to restore it from")
+	}
+	f.logger.Warn("store restore was interrupted; restoring the latest snapshot again", "snapshot", list[0].ID)
+	_, rc, err := snaps.Open(list[0].ID)
+	if err != nil {
+		return fmt.Errorf("open snapshot %s: %w", list[0].ID, err)
+	}
+	return f.Restore(rc)
 }
 
 type fsmSnapshot struct {

@@ -7,10 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -41,6 +44,21 @@ type Config struct {
 	SnapshotThreshold uint64
 	// ApplyTimeout bounds how long a proposal waits to be enqueued.
 	ApplyTimeout time.Duration
+	// SnapshotInterval is how often raft checks whether SnapshotThreshold
+	// entries have accumulated; zero picks raft's default (2 min).
+	SnapshotInterval time.Duration
+	// HTTPAddr is the address peers reach this node's HTTP API on; it goes
+	// into the node's member record (followers forward to the leader's).
+	HTTPAddr string
+	// WALSegmentBytes is the raft-wal segment size (0: 64 MiB). Compacted
+	// entries stay readable until their whole segment is deleted, so a
+	// follower is sent a snapshot only once the segments holding what it
+	// lacks are gone; tests use small segments to get there quickly.
+	WALSegmentBytes int
+	// Transport replaces the TCP transport (in-process cluster tests).
+	Transport raft.Transport
+	// RaftLogOutput receives raft's own warnings (default stderr).
+	RaftLogOutput io.Writer
 }
 
 // Node is a running raft member.
@@ -49,8 +67,14 @@ type Node struct {
 	Raft      *raft.Raft
 	FSM       *FSM
 	wal       *raftwal.WAL
-	transport *raft.NetworkTransport
+	transport *raft.NetworkTransport // nil when Config.Transport was given
 	commitLat *metrics.PrometheusHistogram
+	// hadState is whether the data dir held raft state when it started.
+	hadState bool
+	// readyTerm is the term in which this node, as leader, has applied
+	// every entry committed before its term (readindex.go).
+	readyTerm atomic.Uint64
+	barrierMu sync.Mutex
 }
 
 // Start opens the raft log and joins or bootstraps the cluster.
@@ -62,27 +86,46 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o700); err != nil {
 		return nil, err
 	}
-	wal, err := raftwal.Open(filepath.Join(dir, "wal"))
+	segBytes := cfg.WALSegmentBytes
+	if segBytes <= 0 {
+		segBytes = raftwal.DefaultSegmentSize
+	}
+	wal, err := raftwal.Open(filepath.Join(dir, "wal"), raftwal.WithSegmentSize(segBytes))
 	if err != nil {
 		return nil, fmt.Errorf("open raft log: %w", err)
 	}
+	logOut := cfg.RaftLogOutput
+	if logOut == nil {
+		logOut = os.Stderr
+	}
 	hlog := hclog.New(&hclog.LoggerOptions{
-		Name: "raft", Level: hclog.Warn, Output: os.Stderr, JSONFormat: true,
+		Name: "raft", Level: hclog.Warn, Output: logOut, JSONFormat: true,
 	})
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
 	if err != nil {
 		wal.Close()
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
-	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
-	if err != nil {
+	// A restore cut off by a crash left the store partial: finish it from
+	// the snapshot raft kept before raft starts replaying the log on top.
+	if err := fsm.recoverInterruptedRestore(snaps); err != nil {
 		wal.Close()
-		return nil, fmt.Errorf("raft address: %w", err)
+		return nil, err
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 8, 10*time.Second, hlog)
-	if err != nil {
-		wal.Close()
-		return nil, fmt.Errorf("raft transport: %w", err)
+	var netTrans *raft.NetworkTransport
+	trans := cfg.Transport
+	if trans == nil {
+		addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+		if err != nil {
+			wal.Close()
+			return nil, fmt.Errorf("raft address: %w", err)
+		}
+		netTrans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 8, 10*time.Second, hlog)
+		if err != nil {
+			wal.Close()
+			return nil, fmt.Errorf("raft transport: %w", err)
+		}
+		trans = netTrans
 	}
 
 	rc := raft.DefaultConfig()
@@ -103,6 +146,9 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
 		rc.TrailingLogs = cfg.SnapshotThreshold / 2
+	}
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
 	}
 
 	hasState, err := raft.HasExistingState(wal, wal, snaps)
@@ -126,7 +172,7 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 		}
 	}
 	return &Node{
-		cfg: cfg, Raft: r, FSM: fsm, wal: wal, transport: trans,
+		cfg: cfg, Raft: r, FSM: fsm, wal: wal, transport: netTrans, hadState: hasState,
 		commitLat: metrics.GetOrCreatePrometheusHistogram(`gateway_raft_commit_seconds`),
 	}, nil
 }
@@ -211,7 +257,9 @@ func (n *Node) Barrier(timeout time.Duration) error {
 // Shutdown stops raft and closes the log.
 func (n *Node) Shutdown() error {
 	err := n.Raft.Shutdown().Error()
-	n.transport.Close()
+	if n.transport != nil {
+		n.transport.Close()
+	}
 	if cerr := n.wal.Close(); err == nil {
 		err = cerr
 	}

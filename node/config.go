@@ -40,6 +40,7 @@ type Config struct {
 	HeartbeatTimeout  time.Duration // raft; 0 = default
 	ElectionTimeout   time.Duration // raft; 0 = default
 	SnapshotThreshold uint64        // raft log entries between snapshots; 0 = default
+	SnapshotInterval  time.Duration // how often raft checks the threshold; 0 = default
 }
 
 // DevAdminToken is the admin token --dev sets when none is given.
@@ -92,6 +93,9 @@ func (c *Config) Validate() error {
 			c.AdminToken = DevAdminToken
 		}
 		c.AllowPrivateCallbacks = true
+	}
+	if c.Join != "" && c.AdminToken == "" {
+		return errors.New("--join needs --admin-token: the joining node calls the cluster's admin API with it")
 	}
 	if c.VaultKeyFile == "" && !c.Dev {
 		return errors.New("--vault-key-file is required (or --dev for a development key)")

@@ -42,6 +42,7 @@ type Node struct {
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
+	leaderDone   chan struct{} // closed when the current leaderWork returned
 	bg           sync.WaitGroup
 	stopLeader   chan struct{}
 	serveErr     chan error
@@ -85,7 +86,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.raft, err = cluster.Start(cluster.Config{
 		NodeID: cfg.NodeID, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, Bootstrap: cfg.Join == "",
 		Logger: logger, HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
-		SnapshotThreshold: cfg.SnapshotThreshold,
+		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, HTTPAddr: cfg.HTTPAddr,
 	}, fsm)
 	if err != nil {
 		return nil, err
@@ -132,8 +133,9 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	go func() { n.serveErr <- n.server.Serve(n.listener) }()
 
-	n.bg.Add(1)
+	n.bg.Add(2)
 	go n.watchLeadership()
+	go n.maintainMembership() // cluster.go
 	ok = true
 	return n, nil
 }
@@ -174,7 +176,7 @@ func (n *Node) onCommit(created []*persistence.Notification, merchants []*persis
 	if len(created) > 0 && n.webhooks != nil {
 		n.webhooks.Wake()
 	}
-	if merchants == nil {
+	if len(created) == 0 && len(merchants) == 0 {
 		if err := n.loadMerchants(); err != nil { // after a snapshot restore
 			n.logger.Error("reload merchants", "error", err)
 		}
@@ -194,7 +196,7 @@ func (n *Node) watchLeadership() {
 	ch := n.raft.Raft.LeaderCh()
 	check := time.NewTicker(500 * time.Millisecond)
 	defer check.Stop()
-	leading := false
+	leading, term := false, uint64(0)
 	for {
 		select {
 		case <-n.stopLeader:
@@ -203,8 +205,10 @@ func (n *Node) watchLeadership() {
 		case <-ch:
 		case <-check.C:
 		}
-		if now := n.raft.IsLeader(); now != leading {
-			leading = now
+		// A new term restarts the work even when this node led before it
+		// too: another leader may have left pending work in between.
+		if now, t := n.raft.IsLeader(), n.raft.Term(); now != leading || (now && t != term) {
+			leading, term = now, t
 			n.setLeading(now)
 		}
 	}
@@ -216,23 +220,41 @@ func (n *Node) setLeading(leading bool) {
 	if n.leaderCancel != nil {
 		n.leaderCancel()
 		n.leaderCancel = nil
+		<-n.leaderDone // one term's schedules and dispatcher never overlap the next's
 		n.registry.StopAll(false)
 	}
 	if !leading {
 		return
 	}
-	n.logger.Info("leading: starting schedules", "node_id", n.cfg.NodeID)
+	n.logger.Info("leading: starting schedules", "node_id", n.cfg.NodeID, "term", n.raft.Term())
 	ctx, cancel := context.WithCancel(context.Background())
-	n.leaderCancel = cancel
-	go n.leaderWork(ctx)
+	done := make(chan struct{})
+	n.leaderCancel, n.leaderDone = cancel, done
+	go func() {
+		defer close(done)
+		n.leaderWork(ctx)
+	}()
 }
 
 // leaderWork runs while this node leads: first a barrier so every committed
 // entry is applied, then the durable schedules.
 func (n *Node) leaderWork(ctx context.Context) {
-	if err := n.raft.Barrier(30 * time.Second); err != nil {
+	for {
+		bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := n.raft.LeaderBarrier(bctx)
+		cancel()
+		if err == nil {
+			break
+		}
 		n.logger.Warn("leader barrier", "error", err)
-		return
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if err := n.raft.RecordSelf(ctx); err != nil {
+		n.logger.Warn("record own member record", "error", err)
 	}
 	if n.cfg.Dev {
 		n.ensureDevMerchant()
@@ -240,8 +262,13 @@ func (n *Node) leaderWork(ctx context.Context) {
 	poll := n.cfg.SettleDelayUnit / 10
 	poll = min(max(poll, 5*time.Millisecond), time.Second)
 	sched := &actors.Scheduler{Store: n.store, Registry: n.registry, Logger: n.logger, Now: time.Now, Poll: poll}
-	go n.webhooks.Run(ctx)
+	webhooksDone := make(chan struct{})
+	go func() {
+		defer close(webhooksDone)
+		n.webhooks.Run(ctx)
+	}()
 	sched.Run(ctx)
+	<-webhooksDone
 }
 
 // ensureDevMerchant creates the sandbox merchant once.

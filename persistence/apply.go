@@ -21,6 +21,8 @@ type Cmd struct {
 	Order    *order.Command `json:"o,omitempty"`
 	Merchant *Merchant      `json:"m,omitempty"`
 	Notify   *NotifyUpdate  `json:"n,omitempty"`
+	// Member records a cluster member (members.go).
+	Member *Member `json:"mb,omitempty"`
 }
 
 // Result is what applying a Cmd did; the proposer gets it back.
@@ -100,6 +102,8 @@ func (b *Batch) Apply(c *Cmd) Result {
 		return Result{}
 	case c.Notify != nil:
 		return b.applyNotify(c.Notify)
+	case c.Member != nil:
+		return b.applyMember(c.Member)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }

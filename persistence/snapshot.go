@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -38,7 +39,7 @@ func (sn *Snapshot) Write(w io.Writer) error {
 	var lenBuf [binary.MaxVarintLen64]byte
 	for it.First(); it.Valid(); it.Next() {
 		k, v := it.Key(), it.Value()
-		if len(k) == 0 {
+		if len(k) == 0 || bytes.Equal(k, keyRestoring) {
 			continue
 		}
 		bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(k)))])
@@ -56,14 +57,34 @@ func (sn *Snapshot) Write(w io.Writer) error {
 // Release frees the snapshot.
 func (sn *Snapshot) Release() { sn.snap.Close() }
 
+// keyRestoring marks a restore in progress. It is set in the same synced
+// batch that clears the state and removed in the last synced batch, so a
+// store that holds it was cut off mid-restore and must be restored again
+// (cluster.Start does so from raft's latest snapshot).
+var keyRestoring = []byte(prefixMeta + "restoring")
+
+// RestoreIncomplete reports whether a restore was interrupted.
+func (s *Store) RestoreIncomplete() (bool, error) {
+	v, err := get(s.db, keyRestoring)
+	return v != nil, err
+}
+
 // Restore replaces the whole state with a snapshot stream and syncs it.
 func (s *Store) Restore(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<20)
-	if err := s.db.DeleteRange([]byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, pebble.Sync); err != nil {
-		return fmt.Errorf("clear state: %w", err)
-	}
 	batch := s.db.NewBatch()
 	defer func() { batch.Close() }()
+	if err := batch.DeleteRange([]byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, nil); err != nil {
+		return fmt.Errorf("clear state: %w", err)
+	}
+	if err := batch.Set(keyRestoring, []byte{1}, nil); err != nil {
+		return err
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("clear state: %w", err)
+	}
+	batch.Close()
+	batch = s.db.NewBatch()
 	for {
 		kl, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -95,10 +116,10 @@ func (s *Store) Restore(r io.Reader) error {
 			batch = s.db.NewBatch()
 		}
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
+	if err := batch.Delete(keyRestoring, nil); err != nil {
 		return err
 	}
-	return nil
+	return batch.Commit(pebble.Sync)
 }
 
 func readN(r io.Reader, n uint64) ([]byte, error) {

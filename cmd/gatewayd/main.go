@@ -47,6 +47,12 @@ func run(args []string) int {
 	fs.StringVar(&cfg.WalletBPrivateKeyFile, "walletb-private-key-file", "", "walletb-pay recipient private key, PEM EC P-256")
 	fs.StringVar(&cfg.WalletBRootKeysFile, "walletb-root-keys-file", "", "walletb-pay root signing keys, the provider's JSON list")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	// Raft tuning: hidden from -help, documented in docs/cluster.md.
+	fs.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries between snapshots (0: 8192)")
+	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", 0, "how often raft checks the snapshot threshold (0: 2m)")
+	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", 0, "raft heartbeat timeout (0: 1s)")
+	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", 0, "raft election timeout (0: 1s)")
+	hideFlags(fs, "raft-snapshot-threshold", "raft-snapshot-interval", "raft-heartbeat-timeout", "raft-election-timeout")
 
 	if err := applyEnv(fs); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewayd:", err)
@@ -95,6 +101,25 @@ func run(args []string) int {
 	}
 	logger.Info("stopped")
 	return code
+}
+
+// hideFlags leaves tuning flags out of -help; they still parse.
+func hideFlags(fs *flag.FlagSet, names ...string) {
+	hidden := map[string]bool{}
+	for _, n := range names {
+		hidden[n] = true
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage of gatewayd (each flag also GATEWAY_<NAME>):\n")
+		visible := flag.NewFlagSet("gatewayd", flag.ContinueOnError)
+		visible.SetOutput(fs.Output())
+		fs.VisitAll(func(f *flag.Flag) {
+			if !hidden[f.Name] {
+				visible.Var(f.Value, f.Name, f.Usage)
+			}
+		})
+		visible.PrintDefaults()
+	}
 }
 
 // applyEnv sets each flag from GATEWAY_<NAME> when that variable is set.

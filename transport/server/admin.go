@@ -19,6 +19,12 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
 		writeError(ctx, apierr.New(adminUnauthorized, "authorization", "admin bearer token missing or wrong"))
 		return
 	}
+	// Admin writes run on the leader; reads answer from this node.
+	if !ctx.IsGet() && !ctx.IsHead() {
+		if handled, _ := s.forward(ctx); handled {
+			return
+		}
+	}
 	if route == "webhooks" || strings.HasPrefix(route, "webhooks/") {
 		s.serveWebhooks(ctx, strings.TrimPrefix(strings.TrimPrefix(route, "webhooks"), "/"))
 		return

@@ -100,6 +100,10 @@ func (s *Server) serveOp(ctx *fasthttp.RequestCtx, op string, ep endpoint, known
 		ctx.Response.Header.Set("Allow", "POST")
 		return fail(apierr.New(apierr.MethodNotAllowed, "method", "use POST for this operation"))
 	}
+	// Followers relay to the leader, which authenticates and rate-limits.
+	if handled, status := s.forward(ctx); handled {
+		return status
+	}
 	m, aerr := s.authenticate(ctx)
 	if aerr != nil {
 		return fail(aerr)

@@ -78,6 +78,7 @@ type Server struct {
 	http      *fasthttp.Server
 	endpoints map[string]endpoint
 	metrics   *requestMetrics
+	fwd       *forwarder // relays requests to the leader (forward.go)
 }
 
 // New builds the server.
@@ -88,7 +89,13 @@ func New(cfg Config) *Server {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 15 * time.Second
 	}
-	s := &Server{cfg: cfg, metrics: newRequestMetrics()}
+	s := &Server{cfg: cfg, metrics: newRequestMetrics(), fwd: newForwarder(cfg.RequestTimeout)}
+	s.cfg.AdminRoutes = map[string]AdminHandler{}
+	for _, routes := range []map[string]AdminHandler{s.clusterAdminRoutes(), cfg.AdminRoutes} {
+		for name, h := range routes {
+			s.cfg.AdminRoutes[name] = h
+		}
+	}
 	s.endpoints = s.merchantEndpoints()
 	s.http = &fasthttp.Server{
 		Handler:            s.route,
@@ -188,7 +195,8 @@ func (s *Server) errorFor(op string, err error) *apierr.Error {
 		return ae
 	case errors.Is(err, actors.ErrTokenInvalid):
 		return apierr.New(apierr.TokenInvalid, "payment_source.payment_token", err.Error())
-	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, actor.ErrTimeout), errors.Is(err, actors.ErrStopped):
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, actor.ErrTimeout), errors.Is(err, actors.ErrStopped),
+		errors.Is(err, actor.ErrDeadLetter): // the order actor stopped: leadership lost
 		return apierr.New(apierr.Unavailable, "cluster", "the service cannot commit right now; retry the same request")
 	}
 	s.cfg.Logger.Error("request failed", "op", op, "error", err)

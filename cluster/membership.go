@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/paygate/gateway/persistence"
+)
+
+// Membership: raft's configuration decides who votes; the member records in
+// the store (persistence.Member) add each node's HTTP address. The leader
+// changes both, configuration first, so a record never names a node raft
+// does not know for long: a failed record write is repaired by the joiner's
+// retry, and a leader always rewrites its own record (RecordSelf).
+
+// ErrInvalidMember is a join or remove request that names no node.
+var ErrInvalidMember = errors.New("cluster: node_id, raft_addr and http_addr are required")
+
+// ErrUnknownMember is a remove of a node that is not a member.
+var ErrUnknownMember = errors.New("cluster: no such member")
+
+// membershipTimeout bounds one configuration change.
+const membershipTimeout = 10 * time.Second
+
+// Join adds (or re-addresses) a voter and records it. It must run on the
+// leader; the HTTP layer forwards it there. It is idempotent: a node that
+// retries its join, or rejoins after a restart, changes nothing.
+func (n *Node) Join(ctx context.Context, m persistence.Member) error {
+	if m.NodeID == "" || m.RaftAddr == "" || m.HTTPAddr == "" {
+		return ErrInvalidMember
+	}
+	cf := n.Raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return leaderErr(err)
+	}
+	present := false
+	for _, s := range cf.Configuration().Servers {
+		switch {
+		case s.ID == raft.ServerID(m.NodeID):
+			present = s.Address == raft.ServerAddress(m.RaftAddr) && s.Suffrage == raft.Voter
+		case s.Address == raft.ServerAddress(m.RaftAddr):
+			// Another id on the same address: a node rebuilt under a new id.
+			if err := n.Raft.RemoveServer(s.ID, 0, membershipTimeout).Error(); err != nil {
+				return leaderErr(err)
+			}
+			if err := n.record(ctx, persistence.Member{NodeID: string(s.ID), Removed: true}); err != nil {
+				return err
+			}
+		}
+	}
+	if !present {
+		// AddVoter also updates the address of a known id.
+		f := n.Raft.AddVoter(raft.ServerID(m.NodeID), raft.ServerAddress(m.RaftAddr), 0, membershipTimeout)
+		if err := f.Error(); err != nil {
+			return leaderErr(err)
+		}
+		n.cfg.Logger.Info("member added", "node_id", m.NodeID, "raft_addr", m.RaftAddr, "http_addr", m.HTTPAddr)
+	}
+	return n.record(ctx, m)
+}
+
+// Remove takes a node out of the configuration and deletes its record. The
+// leader may remove itself: it deletes its record first (it cannot write
+// once it has left) and then steps down.
+func (n *Node) Remove(ctx context.Context, id string) error {
+	if id == "" {
+		return ErrInvalidMember
+	}
+	cf := n.Raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return leaderErr(err)
+	}
+	known := false
+	for _, s := range cf.Configuration().Servers {
+		known = known || s.ID == raft.ServerID(id)
+	}
+	rec, err := n.FSM.store.Member(id)
+	if err != nil {
+		return err
+	}
+	if !known && rec == nil {
+		return ErrUnknownMember
+	}
+	del := persistence.Member{NodeID: id, Removed: true}
+	self := id == n.cfg.NodeID
+	if self && rec != nil {
+		if err := n.record(ctx, del); err != nil {
+			return err
+		}
+	}
+	if known {
+		if err := n.Raft.RemoveServer(raft.ServerID(id), 0, membershipTimeout).Error(); err != nil {
+			return leaderErr(err)
+		}
+		n.cfg.Logger.Info("member removed", "node_id", id)
+	}
+	if !self && rec != nil {
+		return n.record(ctx, del)
+	}
+	return nil
+}
+
+// record writes a member record unless the store already holds it.
+func (n *Node) record(ctx context.Context, m persistence.Member) error {
+	cur, err := n.FSM.store.Member(m.NodeID)
+	if err != nil {
+		return err
+	}
+	if (m.Removed && cur == nil) || (!m.Removed && cur != nil && *cur == m) {
+		return nil
+	}
+	res, err := n.Propose(ctx, &persistence.Cmd{Member: &m})
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
+// RecordSelf writes this node's member record if it is missing or stale.
+// The leader calls it at the start of its term: the bootstrap node records
+// itself this way, and so does a node whose addresses changed.
+func (n *Node) RecordSelf(ctx context.Context) error {
+	return n.record(ctx, n.SelfMember())
+}
+
+// SelfMember is this node's member record as it should be.
+func (n *Node) SelfMember() persistence.Member {
+	return persistence.Member{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAddr, HTTPAddr: n.cfg.HTTPAddr}
+}
+
+// InConfiguration reports whether this node is in its latest known raft
+// configuration (false after it was removed, or before it joined).
+func (n *Node) InConfiguration() bool {
+	cf := n.Raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == raft.ServerID(n.cfg.NodeID) {
+			return true
+		}
+	}
+	return false
+}
+
+// HadState reports whether the data dir held raft state at start (a
+// restart) rather than being new.
+func (n *Node) HadState() bool { return n.hadState }
+
+// StoredMember returns a member record from the local store, or nil.
+func (n *Node) StoredMember(id string) (*persistence.Member, error) {
+	return n.FSM.store.Member(id)
+}
+
+// Route says where a request should be served.
+type Route struct {
+	// Self: this node leads and serves the request.
+	Self bool
+	// LeaderID and LeaderHTTP name the leader to forward to; LeaderHTTP is
+	// empty when there is no leader or its record is unknown here.
+	LeaderID   string
+	LeaderHTTP string
+}
+
+// Route finds the leader's HTTP address from raft and the member records.
+func (n *Node) Route() Route {
+	_, id := n.Raft.LeaderWithID()
+	if id == "" {
+		return Route{}
+	}
+	if string(id) == n.cfg.NodeID {
+		if n.Raft.State() == raft.Leader {
+			return Route{Self: true, LeaderID: string(id), LeaderHTTP: n.cfg.HTTPAddr}
+		}
+		return Route{}
+	}
+	r := Route{LeaderID: string(id)}
+	if m, err := n.FSM.store.Member(string(id)); err == nil && m != nil {
+		r.LeaderHTTP = m.HTTPAddr
+	}
+	return r
+}
+
+// MemberInfo is a member as the cluster status shows it: raft's
+// configuration joined with the member records.
+type MemberInfo struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+	Voter    bool   `json:"voter"`
+	Leader   bool   `json:"leader"`
+	// InRaft is false for a record raft's configuration does not hold
+	// (a join or remove half done); Recorded is false for the reverse.
+	InRaft   bool `json:"in_raft"`
+	Recorded bool `json:"recorded"`
+}
+
+// Members lists the members as this node knows them, by id.
+func (n *Node) Members() ([]MemberInfo, error) {
+	cf := n.Raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, err
+	}
+	recs, err := n.FSM.store.Members()
+	if err != nil {
+		return nil, err
+	}
+	_, leader := n.Raft.LeaderWithID()
+	byID := map[string]*MemberInfo{}
+	for _, s := range cf.Configuration().Servers {
+		byID[string(s.ID)] = &MemberInfo{ID: string(s.ID), RaftAddr: string(s.Address),
+			Voter: s.Suffrage == raft.Voter, Leader: s.ID == leader, InRaft: true}
+	}
+	for _, r := range recs {
+		mi := byID[r.NodeID]
+		if mi == nil {
+			mi = &MemberInfo{ID: r.NodeID, RaftAddr: r.RaftAddr}
+			byID[r.NodeID] = mi
+		}
+		mi.HTTPAddr, mi.Recorded = r.HTTPAddr, true
+	}
+	out := make([]MemberInfo, 0, len(byID))
+	for _, mi := range byID {
+		out = append(out, *mi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// SelfStatus is one node's own view of raft, for the cluster status.
+type SelfStatus struct {
+	NodeID            string `json:"node_id"`
+	RaftAddr          string `json:"raft_addr"`
+	HTTPAddr          string `json:"http_addr"`
+	State             string `json:"state"`
+	Term              uint64 `json:"term"`
+	LeaderID          string `json:"leader_id"`
+	CommitIndex       uint64 `json:"commit_index"`
+	AppliedIndex      uint64 `json:"applied_index"` // last entry whose effects are in the store
+	LastLogIndex      uint64 `json:"last_log_index"`
+	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
+	LastContact       string `json:"last_contact,omitempty"`
+	Restores          uint64 `json:"snapshot_restores"`
+	// Digest is the state digest at DigestIndex (only when asked for).
+	Digest      string `json:"digest,omitempty"`
+	DigestIndex uint64 `json:"digest_index,omitempty"`
+}
+
+// Self reports this node's raft state; withDigest adds the state digest.
+func (n *Node) Self(withDigest bool) (SelfStatus, error) {
+	_, leader := n.Raft.LeaderWithID()
+	st := n.Raft.Stats()
+	s := SelfStatus{
+		NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAddr, HTTPAddr: n.cfg.HTTPAddr,
+		State: n.Raft.State().String(), Term: n.Raft.CurrentTerm(), LeaderID: string(leader),
+		CommitIndex: n.Raft.CommitIndex(), AppliedIndex: n.FSM.AppliedIndex(), LastLogIndex: n.Raft.LastIndex(),
+		LastContact: st["last_contact"], Restores: n.FSM.Restores(),
+	}
+	s.LastSnapshotIndex, _ = strconv.ParseUint(st["last_snapshot_index"], 10, 64)
+	if withDigest {
+		d, idx, err := n.FSM.store.Digest()
+		if err != nil {
+			return s, fmt.Errorf("digest: %w", err)
+		}
+		s.Digest, s.DigestIndex = d, idx
+	}
+	return s, nil
+}

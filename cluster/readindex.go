@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Reads on the leader (see DESIGN.md, "Read path").
+//
+// A leader's store holds every acknowledged change once two things hold:
+//
+//  1. the term barrier: in its current term the leader has applied every
+//     entry committed before the term began (raft.Barrier appends an entry
+//     of the new term and returns when it and all before it are applied);
+//  2. leadership confirmed after the request arrived (VerifyLeader: a quorum
+//     answered a heartbeat), so no newer leader can have acknowledged a
+//     change this node has not seen.
+//
+// Changes acknowledged in the current term went through this leader, whose
+// Propose returns only after the local FSM applied them. So a read that
+// passes ReadBarrier sees every change acknowledged before it started: the
+// read-index protocol, with the commit-index wait folded into (1).
+
+// ReadBarrier makes the local store safe for a linearizable read and for the
+// order actors' local decisions. It fails with ErrNoLeader when this node is
+// not, or stops being, the leader.
+func (n *Node) ReadBarrier(ctx context.Context) error {
+	if n.Raft.State() != raft.Leader {
+		return fmt.Errorf("%w: not the leader", ErrNoLeader)
+	}
+	if err := n.LeaderBarrier(ctx); err != nil {
+		return err
+	}
+	return n.verifyLeader(ctx)
+}
+
+// LeaderBarrier returns once this leader has applied everything committed
+// before its current term; after the first call in a term it costs nothing.
+func (n *Node) LeaderBarrier(ctx context.Context) error {
+	term := n.Raft.CurrentTerm()
+	if n.readyTerm.Load() == term {
+		return nil
+	}
+	n.barrierMu.Lock()
+	defer n.barrierMu.Unlock()
+	if n.readyTerm.Load() == term {
+		return nil
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	if err := n.Raft.Barrier(timeout).Error(); err != nil {
+		return leaderErr(err)
+	}
+	if n.Raft.CurrentTerm() == term && n.Raft.State() == raft.Leader {
+		n.readyTerm.Store(term)
+		return nil
+	}
+	return fmt.Errorf("%w: term changed during the leader barrier", ErrNoLeader)
+}
+
+// verifyLeader confirms leadership with a quorum, bounded by ctx.
+func (n *Node) verifyLeader(ctx context.Context) error {
+	f := n.Raft.VerifyLeader()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return leaderErr(err)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: leadership not confirmed: %v", ErrNoLeader, ctx.Err())
+	}
+}
+
+// leaderErr maps raft's "not leader" family to ErrNoLeader.
+func leaderErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrEnqueueTimeout) || errors.Is(err, raft.ErrRaftShutdown) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		return fmt.Errorf("%w: %v", ErrNoLeader, err)
+	}
+	return err
+}
+
+// Term is the current raft term.
+func (n *Node) Term() uint64 { return n.Raft.CurrentTerm() }

@@ -1,0 +1,61 @@
+package persistence
+
+import (
+	"fmt"
+
+	"github.com/go-json-experiment/json"
+)
+
+// prefixMember holds the cluster's member records: n/<node_id> → Member JSON.
+// Raft's own configuration knows ids and Raft addresses; the records add what
+// raft does not carry (the HTTP address a follower forwards requests to) and
+// are replicated like every other state, so every node knows every member.
+const prefixMember = "n/"
+
+// Member is one node of the cluster as recorded in the log.
+type Member struct {
+	NodeID   string `json:"node_id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+	// Removed deletes the record: the node left the cluster.
+	Removed bool `json:"removed,omitempty"`
+}
+
+func memberKey(id string) []byte { return append([]byte(prefixMember), id...) }
+
+// applyMember records or deletes a member. An empty id is a rejection that
+// comes out the same on every replica.
+func (b *Batch) applyMember(m *Member) Result {
+	if m.NodeID == "" {
+		return Result{Err: fmt.Errorf("member record without node_id")}
+	}
+	if m.Removed {
+		b.del(memberKey(m.NodeID))
+		return Result{}
+	}
+	b.putJSON(memberKey(m.NodeID), m)
+	return Result{}
+}
+
+// Member returns a member's record, or nil.
+func (s *Store) Member(id string) (*Member, error) {
+	return getJSON[Member](s.db, memberKey(id))
+}
+
+// Members lists every member record, by node id.
+func (s *Store) Members() ([]Member, error) {
+	var out []Member
+	var derr error
+	err := s.scan([]byte(prefixMember), prefixEnd(prefixMember), func(_, v []byte) bool {
+		var m Member
+		if derr = json.Unmarshal(v, &m); derr != nil {
+			return false
+		}
+		out = append(out, m)
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return out, err
+}

@@ -1,0 +1,242 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/valyala/fasthttp"
+
+	"github.com/paygate/gateway/cluster"
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/transport/apierr"
+)
+
+// Cluster admin API (contract section 1):
+//
+//	GET  /admin/v1/cluster          members, leader, term; each member's raft indexes (asked of the member itself)
+//	GET  /admin/v1/cluster/self     this node's own raft view (?digest=1 adds the state digest)
+//	POST /admin/v1/cluster/join     {"node_id","raft_addr","http_addr"}: add a voter (runs on the leader)
+//	POST /admin/v1/cluster/remove   {"node_id"}: remove a member (runs on the leader)
+//
+// GETs answer from the node asked; POSTs are forwarded to the leader like
+// every admin write.
+
+// peerStatusTimeout bounds asking one member for its status.
+const peerStatusTimeout = time.Second
+
+// memberFieldMax bounds node ids and addresses, in bytes.
+const memberFieldMax = 255
+
+func (s *Server) clusterAdminRoutes() map[string]AdminHandler {
+	return map[string]AdminHandler{
+		"cluster":        s.clusterStatus,
+		"cluster/self":   s.clusterSelf,
+		"cluster/join":   s.clusterJoin,
+		"cluster/remove": s.clusterRemove,
+	}
+}
+
+// ClusterStatus is the answer of GET /admin/v1/cluster.
+type ClusterStatus struct {
+	// NodeID is the node that answered; LeaderID the leader it knows.
+	NodeID   string         `json:"node_id"`
+	LeaderID string         `json:"leader_id"`
+	Term     uint64         `json:"term"`
+	Members  []MemberStatus `json:"members"`
+}
+
+// MemberStatus is one member: its configuration and, when it answered,
+// its own raft view.
+type MemberStatus struct {
+	cluster.MemberInfo
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+	// Self is the member's own report (nil when unreachable).
+	Self *cluster.SelfStatus `json:"self,omitempty"`
+}
+
+func (s *Server) clusterStatus(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsGet() {
+		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use GET for the cluster status"))
+		return
+	}
+	c := s.cfg.Cluster
+	digest := string(ctx.QueryArgs().Peek("digest")) == "1"
+	members, err := c.Members()
+	if err != nil {
+		writeError(ctx, s.errorFor("cluster status", err))
+		return
+	}
+	self := c.SelfMember()
+	out := ClusterStatus{NodeID: self.NodeID, LeaderID: c.Route().LeaderID, Term: c.Term(),
+		Members: make([]MemberStatus, len(members))}
+	var wg sync.WaitGroup
+	for i, m := range members {
+		out.Members[i].MemberInfo = m
+		ms := &out.Members[i]
+		if m.ID == self.NodeID {
+			st, err := c.Self(digest)
+			ms.Reachable, ms.Self = err == nil, &st
+			if err != nil {
+				ms.Error = err.Error()
+			}
+			continue
+		}
+		if m.HTTPAddr == "" {
+			ms.Error = "no member record: HTTP address unknown"
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := s.peerSelf(m.HTTPAddr, digest)
+			if err != nil {
+				ms.Error = err.Error()
+				return
+			}
+			ms.Reachable, ms.Self = true, st
+		}()
+	}
+	wg.Wait()
+	writeJSON(ctx, 200, out)
+}
+
+// peerSelf asks a member for GET /admin/v1/cluster/self.
+func (s *Server) peerSelf(httpAddr string, digest bool) (*cluster.SelfStatus, error) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	uri := "http://" + httpAddr + "/admin/v1/cluster/self"
+	if digest {
+		uri += "?digest=1"
+	}
+	req.SetRequestURI(uri)
+	req.Header.SetMethod(fasthttp.MethodGet)
+	req.Header.Set("Authorization", "Bearer "+s.cfg.AdminToken)
+	timeout := peerStatusTimeout
+	if digest {
+		timeout = 30 * time.Second
+	}
+	if err := s.fwd.client.DoTimeout(req, resp, timeout); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode() != 200 {
+		return nil, errors.New("member answered HTTP " + fasthttp.StatusMessage(resp.StatusCode()))
+	}
+	var st cluster.SelfStatus
+	if err := json.Unmarshal(resp.Body(), &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func (s *Server) clusterSelf(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsGet() {
+		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use GET for the node status"))
+		return
+	}
+	st, err := s.cfg.Cluster.Self(string(ctx.QueryArgs().Peek("digest")) == "1")
+	if err != nil {
+		writeError(ctx, s.errorFor("cluster self", err))
+		return
+	}
+	writeJSON(ctx, 200, st)
+}
+
+type joinRequest struct {
+	NodeID   string `json:"node_id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+}
+
+func (s *Server) clusterJoin(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsPost() {
+		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to join"))
+		return
+	}
+	var req joinRequest
+	if err := json.Unmarshal(ctx.PostBody(), &req, json.RejectUnknownMembers(true)); err != nil {
+		writeError(ctx, apierr.New(apierr.BadBody, "body", "body must be a JSON object with node_id, raft_addr and http_addr"))
+		return
+	}
+	var verr *apierr.Error
+	check := func(attr, v string, addr bool) {
+		msg := ""
+		switch {
+		case v == "":
+			msg = attr + " is required"
+		case len(v) > memberFieldMax:
+			msg = attr + " should be at most 255 characters"
+		case addr:
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				msg = attr + " should be host:port"
+			}
+		}
+		if msg != "" {
+			if verr == nil {
+				verr = &apierr.Error{Code: apierr.Invalid}
+			}
+			verr.Add(attr, msg)
+		}
+	}
+	check("node_id", req.NodeID, false)
+	check("raft_addr", req.RaftAddr, true)
+	check("http_addr", req.HTTPAddr, true)
+	if verr != nil {
+		writeError(ctx, verr)
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	err := s.cfg.Cluster.Join(cctx, persistence.Member{NodeID: req.NodeID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
+	s.membershipAnswer(ctx, "cluster join", err)
+}
+
+type removeRequest struct {
+	NodeID string `json:"node_id"`
+}
+
+func (s *Server) clusterRemove(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsPost() {
+		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to remove a member"))
+		return
+	}
+	var req removeRequest
+	if err := json.Unmarshal(ctx.PostBody(), &req, json.RejectUnknownMembers(true)); err != nil {
+		writeError(ctx, apierr.New(apierr.BadBody, "body", "body must be a JSON object with node_id"))
+		return
+	}
+	if req.NodeID == "" {
+		writeError(ctx, apierr.New(apierr.Invalid, "node_id", "node_id is required"))
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	s.membershipAnswer(ctx, "cluster remove", s.cfg.Cluster.Remove(cctx, req.NodeID))
+}
+
+// membershipAnswer renders a join or remove result: the members after it.
+func (s *Server) membershipAnswer(ctx *fasthttp.RequestCtx, op string, err error) {
+	switch {
+	case errors.Is(err, cluster.ErrInvalidMember):
+		writeError(ctx, apierr.New(apierr.Invalid, "node_id", err.Error()))
+		return
+	case errors.Is(err, cluster.ErrUnknownMember):
+		writeError(ctx, apierr.New(apierr.NotFound, "node_id", "no member with that node_id"))
+		return
+	case err != nil:
+		writeError(ctx, s.errorFor(op, err))
+		return
+	}
+	members, err := s.cfg.Cluster.Members()
+	if err != nil {
+		writeError(ctx, s.errorFor(op, err))
+		return
+	}
+	writeJSON(ctx, 200, map[string]any{"status": "ok", "members": members})
+}

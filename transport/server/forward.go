@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+
+	"github.com/paygate/gateway/transport/apierr"
+)
+
+// ForwardedHeader marks a request a follower forwarded to the leader. Its
+// value is the forwarding node's id. A node that receives a forwarded
+// request while not leading answers 503 6.02 rather than forward it again,
+// so a request crosses at most one hop even while leadership moves.
+const ForwardedHeader = "X-Gateway-Forwarded-By"
+
+// forwardDialTimeout bounds connecting to the leader.
+const forwardDialTimeout = 2 * time.Second
+
+// forwarder relays requests to the leader over pooled keep-alive connections.
+type forwarder struct {
+	client  *fasthttp.Client
+	timeout time.Duration
+	// relayed counts forwarded requests; failed those the leader did not
+	// answer (the caller got 503 6.02).
+	relayed, failed *metrics.Counter
+}
+
+func newForwarder(requestTimeout time.Duration) *forwarder {
+	// The leader answers within its own request timeout; allow for the hop.
+	timeout := requestTimeout + 5*time.Second
+	return &forwarder{
+		timeout: timeout,
+		client: &fasthttp.Client{
+			Name:                          "gatewayd-forward",
+			NoDefaultUserAgentHeader:      true,
+			MaxConnsPerHost:               1024,
+			MaxIdleConnDuration:           30 * time.Second,
+			MaxConnWaitTimeout:            forwardDialTimeout,
+			ReadTimeout:                   timeout,
+			WriteTimeout:                  10 * time.Second,
+			MaxResponseBodySize:           bodyBytesHardMax,
+			DisableHeaderNamesNormalizing: true,
+			DisablePathNormalizing:        true,
+			// Never resend: a POST the leader may have acted on is the
+			// client's to retry (with the same order_id / Idempotency-Key).
+			MaxIdemponentCallAttempts: 1,
+			Dial: func(addr string) (net.Conn, error) {
+				return fasthttp.DialTimeout(addr, forwardDialTimeout)
+			},
+		},
+		relayed: metrics.GetOrCreateCounter(`gateway_forwarded_requests_total`),
+		failed:  metrics.GetOrCreateCounter(`gateway_forwarded_requests_failed_total`),
+	}
+}
+
+// forward decides where a request is served; it is the one place that does.
+// On the leader it passes the read barrier (cluster.ReadBarrier) and returns
+// handled=false: the request goes on to dispatch here. On a follower it sends
+// the request as received (method, path, headers, body) to the leader and
+// relays the leader's answer as is (status, body, Retry-After); the leader
+// verifies the signature again. With no reachable leader it answers 503 6.02
+// with Retry-After. status is what was written when handled.
+func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
+	c := s.cfg.Cluster
+	if c == nil {
+		return false, 0
+	}
+	unavailable := func(msg string) (bool, int) {
+		e := apierr.New(apierr.Unavailable, "cluster", msg)
+		writeError(ctx, e)
+		return true, e.Code.HTTP
+	}
+	route := c.Route()
+	if route.Self {
+		bctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+		defer cancel()
+		if err := c.ReadBarrier(bctx); err != nil {
+			return unavailable("leadership is changing; retry the same request")
+		}
+		return false, 0
+	}
+	if len(ctx.Request.Header.Peek(ForwardedHeader)) > 0 {
+		return unavailable("this node is not the leader; retry the same request")
+	}
+	if route.LeaderHTTP == "" {
+		return unavailable("no leader; retry the same request")
+	}
+
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	ctx.Request.CopyTo(req)
+	req.URI().SetScheme("http")
+	req.SetHost(route.LeaderHTTP)
+	req.Header.Del("Connection")
+	req.Header.Set(ForwardedHeader, c.SelfMember().NodeID)
+	if err := s.fwd.client.DoTimeout(req, resp, s.fwd.timeout); err != nil {
+		s.fwd.failed.Inc()
+		s.cfg.Logger.Warn("forward to leader failed", "leader_id", route.LeaderID, "leader_http", route.LeaderHTTP, "error", err)
+		return unavailable("the leader cannot be reached; retry the same request")
+	}
+	s.fwd.relayed.Inc()
+	ctx.SetStatusCode(resp.StatusCode())
+	if ct := resp.Header.ContentType(); len(ct) > 0 {
+		ctx.Response.Header.SetContentTypeBytes(ct)
+	}
+	for _, h := range []string{"Retry-After", "Allow"} {
+		if v := resp.Header.Peek(h); len(v) > 0 {
+			ctx.Response.Header.SetBytesV(h, v)
+		}
+	}
+	ctx.SetBody(resp.Body())
+	return true, resp.StatusCode()
+}
