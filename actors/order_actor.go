@@ -271,7 +271,9 @@ func (a *orderActor) openCard(merchant, cardID string) (*vault.Card, error) {
 // into the sealed blob.
 func cardSource(base order.PaymentSource, c *vault.Card, cardID string, info acquirer.CardInfo) order.PaymentSource {
 	s := base
-	s.Type = "card"
+	if s.Type == "" {
+		s.Type = "card" // wallet payments arrive with their own type
+	}
 	s.CardID = cardID
 	s.BIN = c.PAN[:6]
 	s.Masked = maskPAN(c.PAN)
@@ -383,8 +385,9 @@ func (a *orderActor) resume() {
 		a.deps.Logger.Error("resume authorisation: open card", "order_id", cur.ID, "error", err)
 		return
 	}
-	// The CVV was never stored: the resumed call goes without it.
-	a.proceed(cur, *card, "", "", "")
+	// The CVV was never stored: the resumed call goes without it. A wallet
+	// payment's one-time cryptogram is kept while pending, so it goes along.
+	a.proceed(cur, *card, "", cur.Pending.WalletCryptogram, cur.WalletECI)
 }
 
 func (a *orderActor) autoSettle() {

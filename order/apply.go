@@ -97,7 +97,10 @@ func applyCreate(cur *Order, cmd *Command) (*Order, Outcome) {
 			ID: cmd.TxnID, CreatedAt: cmd.Time, UpdatedAt: cmd.Time,
 			Operation: op, Status: TxnCreated, Currency: c.Currency, Amount: c.Amount,
 		}},
-		Pending: &PendingAuth{TxnID: cmd.TxnID},
+		Pending: &PendingAuth{TxnID: cmd.TxnID, WalletCryptogram: c.WalletCryptogram},
+		// Wallet payments (empty otherwise).
+		WalletAuthMethod: c.WalletAuthMethod,
+		WalletECI:        c.WalletECI,
 	}
 	if c.ThreeDS != nil {
 		shown, sent := *c.ThreeDS, *c.ThreeDS

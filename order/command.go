@@ -66,6 +66,16 @@ type CreateData struct {
 	SealedCard []byte `json:"sealed_card,omitempty"`
 	// ThreeDS is 3-D Secure data known at creation (external MPI).
 	ThreeDS *ThreeDS `json:"three_ds,omitempty"`
+	// ReplayKey is the wallet token's transaction id (wallet.Payment's
+	// ReplayKey): the FSM refuses a create whose key an earlier order used
+	// (RejectReplay) and records it for the order it creates.
+	ReplayKey string `json:"replay_key,omitempty"`
+	// Wallet authentication of a wallet payment: the auth method
+	// (CRYPTOGRAM_3DS, PAN_ONLY, EMV), the ECI, and the one-time cryptogram,
+	// which is kept only in the pending authorisation (see PendingAuth).
+	WalletAuthMethod string `json:"wallet_auth_method,omitempty"`
+	WalletECI        string `json:"wallet_eci,omitempty"`
+	WalletCryptogram string `json:"wallet_cryptogram,omitempty"`
 	// three_ds.force and three_ds.attempt_non_secure of the request (charge,
 	// init-payment), kept on the order for the 3-D Secure decision.
 	ThreeDSForce     bool `json:"three_ds_force,omitempty"`
@@ -100,6 +110,7 @@ const (
 	RejectAmount                   // 422 2.02
 	RejectConflict                 // 409 5.06
 	RejectNotFound                 // 404 2.05
+	RejectReplay                   // 422 2.01: wallet token already used
 )
 
 // Rejection explains why a command changed nothing.

@@ -138,6 +138,11 @@ type Order struct {
 	UpdatedAt        int64         `json:"updated_at"`
 	Version          uint64        `json:"version"` // number of applied changes; notification sequence
 	Pending          *PendingAuth  `json:"pending,omitempty"`
+	// Wallet payments: how the device authenticated the card
+	// (CRYPTOGRAM_3DS, PAN_ONLY, EMV) and the ECI it gave. Kept for the
+	// record, not shown in three_ds (the answer is a charge's without it).
+	WalletAuthMethod string `json:"wallet_auth_method,omitempty"`
+	WalletECI        string `json:"wallet_eci,omitempty"`
 	// Hosted form (init-payment): the SHA-256 of the form token (the token
 	// itself is never stored), when the form stops being payable (Unix ns)
 	// and its language. The 3-D Secure options travel with the order so a
@@ -162,6 +167,10 @@ type PendingAuth struct {
 	// not send it (see Due); ChallengeExpiresAt ends the wait (Unix ns).
 	Challenge          string `json:"challenge,omitempty"`
 	ChallengeExpiresAt int64  `json:"challenge_expires_at,omitempty"`
+	// WalletCryptogram is a wallet payment's one-time cryptogram, kept only
+	// while the authorisation is pending so that a resumed call still
+	// carries it; it goes with Pending when the outcome is applied.
+	WalletCryptogram string `json:"wallet_cryptogram,omitempty"`
 }
 
 // Txn returns the transaction with the given id, or nil.

@@ -128,6 +128,9 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 	if err != nil {
 		panic(fmt.Sprintf("persistence: read order: %v", err))
 	}
+	if rej := b.walletReplayed(cur, cmd); rej != nil {
+		return Result{Outcome: order.Outcome{Reject: rej}}
+	}
 	next, out := order.Apply(cur, cmd)
 	if !out.Changed() {
 		return Result{Order: cur, Outcome: out}
@@ -177,6 +180,9 @@ func (b *Batch) putOrder(cur, next *order.Order) {
 func (b *Batch) applySideEffects(cmd *order.Command, next *order.Order, out order.Outcome) {
 	if cmd.Kind == order.KindCreate && len(cmd.Create.SealedCard) > 0 {
 		b.set(append([]byte(prefixCard), next.Source.CardID...), cmd.Create.SealedCard)
+	}
+	if cmd.Kind == order.KindCreate && out.Created && cmd.Create.ReplayKey != "" {
+		b.set(append([]byte(prefixReplay), cmd.Create.ReplayKey...), refKey("", next.Merchant, next.ID))
 	}
 	b.formSideEffects(cmd, next)
 	if cmd.Kind == order.KindAuthOutcome && cmd.Outcome.PaymentToken != "" {

@@ -28,6 +28,7 @@ const (
 	prefixPending  = "p/" // p/<merchant>\x00<order_id> → txn id (authorisation awaiting the acquirer)
 	prefixNotify   = "w/" // w/<notification id> → Notification JSON
 	prefixDue      = "q/" // q/<due ns BE><notification id> → "" (webhook queue)
+	prefixReplay   = "r/" // r/<wallet replay key> → <merchant>\x00<order_id> (wallet token used)
 )
 
 var keyApplied = []byte(prefixMeta + "applied")

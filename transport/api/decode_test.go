@@ -181,6 +181,19 @@ func TestDecodeOtherRequests(t *testing.T) {
 	if err := ValidateWallet(&w, "walletb-pay"); err != nil {
 		t.Fatal(err.Messages)
 	}
+	ecv2 := strings.Replace(body, `"signature":"s"`, `"signature":"s","protocolVersion":"ECv2",
+		"intermediateSigningKey":{"signedKey":"{\"keyValue\":\"MFkw\"}","signatures":["MEUC"]}`, 1)
+	if err := Decode([]byte(ecv2), &w); err != nil {
+		t.Fatal(err.Messages)
+	}
+	if err := ValidateWallet(&w, "walletb-pay"); err != nil || w.PaymentSource.IntermediateSigningKey == nil ||
+		*w.PaymentSource.IntermediateSigningKey.SignedKey != `{"keyValue":"MFkw"}` {
+		t.Fatalf("ECv2 with intermediateSigningKey: %v %+v", err, w.PaymentSource.IntermediateSigningKey)
+	}
+	badISK := strings.Replace(ecv2, `"signatures":["MEUC"]`, `"signatures":"MEUC"`, 1)
+	if err := Decode([]byte(badISK), &w); err == nil || err.Messages["payment_source.intermediateSigningKey.signatures"] == nil {
+		t.Fatalf("want payment_source.intermediateSigningKey.signatures type error, got %v", err)
+	}
 	var rf RefundRequest
 	if err := Decode([]byte(`{"order_id":"o","amount":5,"refund_reason_code":"0042"}`), &rf); err != nil {
 		t.Fatal(err.Messages)

@@ -119,6 +119,10 @@ func ValidWalletBForTest() *WalletRequest {
 		Signature:       ptr("MEQCIH6Q4OwQ0jAceFEkGF0JID6sJNXxOEi4r+mA7biRxqBQAiAondqoUpU/bdsrAOpZIsrHQS9nwiiNwOrr24RyPeHA0Q=="),
 		ProtocolVersion: ptr("ECv2"),
 		SignedMessage:   ptr(`{"encryptedMessage":"ZW5jcnlwdGVk","ephemeralPublicKey":"BPhV","tag":"9ZbA"}`),
+		IntermediateSigningKey: &IntermediateSigningKey{
+			SignedKey:  ptr(`{"keyValue":"MFkw","keyExpiration":"1750000000000"}`),
+			Signatures: []string{"MEUCIQ=="},
+		},
 	}}
 }
 

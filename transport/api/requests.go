@@ -90,6 +90,16 @@ type PaymentSource struct {
 	// walletb-pay (signature shared with walleta-pay)
 	ProtocolVersion *string `json:"protocolVersion,omitempty"`
 	SignedMessage   *string `json:"signedMessage,omitempty"`
+	// IntermediateSigningKey is not in interface 4.4 but ECv2 cannot be
+	// verified without it: the provider's own field name and shape.
+	IntermediateSigningKey *IntermediateSigningKey `json:"intermediateSigningKey,omitempty"`
+}
+
+// IntermediateSigningKey is walletb-pay ECv2's intermediateSigningKey: the
+// signedKey JSON string and the root keys' signatures over it.
+type IntermediateSigningKey struct {
+	SignedKey  *string  `json:"signedKey,omitempty"`
+	Signatures []string `json:"signatures,omitempty"`
 }
 
 // PaymentForm is init-payment's payment_form (interface 4.1).

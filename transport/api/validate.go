@@ -568,6 +568,7 @@ func (v *violations) walletSource(ps *PaymentSource, walletType string) {
 				v.add(famGeneral, p+"protocolVersion", p+"protocolVersion should be ECv0, ECv1 or ECv2")
 			}
 		}
+		v.intermediateSigningKey(ps)
 		return
 	}
 	version, versionOK := v.reqString(p+"version", ps.Version, 0)
@@ -590,6 +591,31 @@ func (v *violations) walletSource(ps *PaymentSource, walletType string) {
 	case "EC_v1":
 		if h.EphemeralPublicKey == nil || strings.TrimSpace(*h.EphemeralPublicKey) == "" {
 			v.add(famGeneral, p+"header.ephemeralPublicKey", p+"header.ephemeralPublicKey is required when "+p+"version is EC_v1")
+		}
+	}
+}
+
+// intermediateSigningKey checks walletb-pay's intermediateSigningKey by shape
+// only: required for ECv2 (which cannot be verified without it), otherwise
+// optional; when present, a non-blank signedKey and at least one non-blank
+// signature. Its cryptography is the wallet package's job.
+func (v *violations) intermediateSigningKey(ps *PaymentSource) {
+	const attr = "payment_source.intermediateSigningKey"
+	isk := ps.IntermediateSigningKey
+	if isk == nil {
+		if ps.ProtocolVersion != nil && *ps.ProtocolVersion == "ECv2" {
+			v.add(famGeneral, attr, attr+" is required when payment_source.protocolVersion is ECv2")
+		}
+		return
+	}
+	v.reqString(attr+".signedKey", isk.SignedKey, 0)
+	if len(isk.Signatures) == 0 {
+		v.add(famGeneral, attr+".signatures", attr+".signatures should have at least one signature")
+	}
+	for _, sig := range isk.Signatures {
+		if strings.TrimSpace(sig) == "" {
+			v.add(famGeneral, attr+".signatures", attr+".signatures must not contain an empty signature")
+			break
 		}
 	}
 }

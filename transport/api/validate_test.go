@@ -483,6 +483,17 @@ func TestValidateWallet(t *testing.T) {
 		{"walletb signedMessage missing", "walletb-pay", func(r *WalletRequest) { r.PaymentSource.SignedMessage = nil }, invalid, "payment_source.signedMessage", "payment_source.signedMessage is required"},
 		{"walletb protocolVersion unknown", "walletb-pay", func(r *WalletRequest) { r.PaymentSource.ProtocolVersion = ptr("ECv3") }, invalid, "payment_source.protocolVersion", "ECv0, ECv1 or ECv2"},
 		{"walletb shared fields", "walletb-pay", func(r *WalletRequest) { r.Customer.Email = nil }, invalid, "customer.email", "required"},
+		{name: "walletb ECv1 without intermediateSigningKey", wallet: "walletb-pay", mutate: func(r *WalletRequest) {
+			r.PaymentSource.ProtocolVersion = ptr("ECv1")
+			r.PaymentSource.IntermediateSigningKey = nil
+		}},
+		{"walletb ECv2 without intermediateSigningKey", "walletb-pay", func(r *WalletRequest) { r.PaymentSource.IntermediateSigningKey = nil }, invalid, "payment_source.intermediateSigningKey", "required when payment_source.protocolVersion is ECv2"},
+		{"walletb signedKey missing", "walletb-pay", func(r *WalletRequest) { r.PaymentSource.IntermediateSigningKey.SignedKey = nil }, invalid, "payment_source.intermediateSigningKey.signedKey", "payment_source.intermediateSigningKey.signedKey is required"},
+		{"walletb signatures missing", "walletb-pay", func(r *WalletRequest) { r.PaymentSource.IntermediateSigningKey.Signatures = nil }, invalid, "payment_source.intermediateSigningKey.signatures", "at least one signature"},
+		{"walletb signature empty", "walletb-pay", func(r *WalletRequest) { r.PaymentSource.IntermediateSigningKey.Signatures = []string{"MEUC", " "} }, invalid, "payment_source.intermediateSigningKey.signatures", "empty signature"},
+		{name: "walleta ignores intermediateSigningKey", wallet: "walleta-pay", mutate: func(r *WalletRequest) {
+			r.PaymentSource.IntermediateSigningKey = &IntermediateSigningKey{}
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

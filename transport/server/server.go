@@ -213,6 +213,8 @@ func rejectionError(r *order.Rejection) *apierr.Error {
 		code = apierr.Conflict
 	case order.RejectNotFound:
 		code = apierr.NotFound
+	case order.RejectReplay:
+		code = apierr.Invalid // 422 2.01 payment_source: wallet token already used
 	}
 	return apierr.New(code, r.Attribute, r.Message)
 }

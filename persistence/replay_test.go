@@ -1,0 +1,81 @@
+package persistence
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/paygate/gateway/order"
+)
+
+func walletCreate(orderID, hash, replayKey string) *Cmd {
+	return &Cmd{Order: &order.Command{
+		Kind: order.KindCreate, Time: 1, Merchant: "m1", OrderID: orderID, TxnID: "t-" + orderID,
+		RequestHash: hash,
+		Create: &order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 1,
+			Source: order.PaymentSource{Type: "walleta-pay"}, ReplayKey: replayKey},
+	}}
+}
+
+// A wallet token's transaction id is refused for a second order, in the
+// same batch or a later one, while the same request for the same order still
+// replays, and the record survives reopening the store.
+func TestWalletReplayIsReplicatedState(t *testing.T) {
+	dir := t.TempDir()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := Open(dir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(cmds ...*Cmd) []Result {
+		b := s.NewBatch()
+		defer b.Close()
+		var out []Result
+		for _, c := range cmds {
+			out = append(out, b.Apply(c))
+		}
+		if err := b.Commit(1); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	res := apply(walletCreate("o1", "h1", "walleta-pay:aa"), walletCreate("o2", "h2", "walleta-pay:aa"))
+	if !res[0].Outcome.Created {
+		t.Fatalf("first use: %+v", res[0].Outcome)
+	}
+	if r := res[1].Outcome.Reject; r == nil || r.Kind != order.RejectReplay || r.Attribute != "payment_source" || res[1].Order != nil {
+		t.Fatalf("second use in the same batch: %+v", res[1])
+	}
+	if o, _ := s.GetOrder("m1", "o2"); o != nil {
+		t.Fatal("refused order was written")
+	}
+	// The same request for the same order: the order-exists rule comes first.
+	if r := apply(walletCreate("o1", "h1", "walleta-pay:aa"))[0]; !r.Outcome.Replay || r.Order == nil {
+		t.Fatalf("idempotent repeat: %+v", r.Outcome)
+	}
+	// Another body for the same order: a conflict, not a replay refusal.
+	if r := apply(walletCreate("o1", "h9", "walleta-pay:aa"))[0]; r.Outcome.Reject == nil || r.Outcome.Reject.Kind != order.RejectConflict {
+		t.Fatalf("same order, other body: %+v", r.Outcome)
+	}
+	// Other keys, and the other wallet's id space, are free.
+	if r := apply(walletCreate("o3", "h3", "walletb-pay:aa"))[0]; !r.Outcome.Created {
+		t.Fatalf("other wallet's id: %+v", r.Outcome)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, logger); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ref, err := s.WalletReplay("walleta-pay:aa")
+	if err != nil || ref == nil || ref.Merchant != "m1" || ref.OrderID != "o1" {
+		t.Fatalf("replay record after reopen: %+v %v", ref, err)
+	}
+	if ref, err := s.WalletReplay("walleta-pay:bb"); err != nil || ref != nil {
+		t.Fatalf("unused key: %+v %v", ref, err)
+	}
+	if r := apply(walletCreate("o4", "h4", "walleta-pay:aa"))[0]; r.Outcome.Reject == nil || r.Outcome.Reject.Kind != order.RejectReplay {
+		t.Fatalf("after reopen: %+v", r.Outcome)
+	}
+}
