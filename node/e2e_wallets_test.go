@@ -583,3 +583,78 @@ func TestWalletPendingResumesWithCryptogram(t *testing.T) {
 		onlyTxn(t, m2.WaitStatus(t, id, "authorized", 10*time.Second))
 	}
 }
+
+// postRetrying sends a request until it is not 503 (leadership changing).
+func postRetrying(t *testing.T, m *nodetest.Merchant, op string, body any) *nodetest.Response {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r, err := m.TryPost(op, body)
+		if err == nil && r.Status != 503 {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("POST %s: still unavailable: %v %v", op, err, r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Three nodes sharing one key set: tokens used through a follower (which
+// forwards to the leader) are refused again after the leader is killed, by
+// the new leader and through the other follower: the replay record is
+// replicated, not one node's memory. A new token still pays.
+func TestWalletReplayRefusedAfterLeaderChange(t *testing.T) {
+	setDir, ds := walletSetDir(t)
+	c := nodetest.StartCluster(t, 3, walletFlags(setDir, ds)...)
+	leader := c.WaitLeader(nil, 10*time.Second)
+	var follower *nodetest.Node
+	for _, n := range c.Nodes {
+		if n != leader {
+			follower = n
+			break
+		}
+	}
+	m := leader.CreateMerchant(t, 10000).At(follower)
+
+	type used struct {
+		v     walletVersion
+		first map[string]any
+	}
+	var all []used
+	for _, v := range []walletVersion{walletVersions[0], walletVersions[3]} {
+		first := walletBody(newOrderID("cl-first"), 1000, v.source(t, ds, m.ID, tokenmaker.PaymentInput{Amount: 1000}))
+		if r := postRetrying(t, m, v.endpoint, first); r.Status != 200 {
+			t.Fatalf("%s through a follower: %s", v.version, r.Body)
+		}
+		m.WaitStatus(t, first["order_id"].(string), "authorized", 10*time.Second)
+		all = append(all, used{v, first})
+	}
+	c.WaitConverged(20 * time.Second)
+	leader.Kill()
+	newLeader := c.WaitLeader(leader, 20*time.Second)
+	for _, n := range c.Nodes {
+		if !n.Alive() {
+			continue
+		}
+		mn := m.At(n)
+		for _, u := range all {
+			again := walletBody(newOrderID("cl-again"), 1000, u.first["payment_source"].(map[string]any))
+			r := postRetrying(t, mn, u.v.endpoint, again)
+			expectError(t, r, 422, "2.01", "payment_source")
+			if !strings.Contains(string(r.Body), "already been used") {
+				t.Fatalf("%s via %s: %s", u.v.version, n.ID, r.Body)
+			}
+			expectError(t, postRetrying(t, mn, "status", map[string]any{"order_id": again["order_id"]}), 404, "2.05", "order_id")
+			if r := postRetrying(t, mn, u.v.endpoint, u.first); r.Status != 200 || r.Str("status") != "authorized" {
+				t.Fatalf("%s idempotent repeat via %s: %s", u.v.version, n.ID, r.Body)
+			}
+		}
+	}
+	v := walletVersions[2]
+	id := newOrderID("cl-new")
+	if r := postRetrying(t, m.At(newLeader), v.endpoint, walletBody(id, 1000, v.source(t, ds, m.ID, tokenmaker.PaymentInput{}))); r.Status != 200 {
+		t.Fatalf("new token on the new leader: %s", r.Body)
+	}
+	m.At(newLeader).WaitStatus(t, id, "authorized", 10*time.Second)
+}
