@@ -11,6 +11,7 @@ import (
 
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/vault"
+	"github.com/paygate/gateway/transport/signature"
 )
 
 // DefaultRateLimitRPS applies to merchants created without rate_limit_rps.
@@ -27,6 +28,7 @@ type Merchant struct {
 	WebhookSecret    string
 	RateLimitRPS     int
 	limiter          *rate.Limiter
+	apiKey           *signature.Key // verifies request signatures
 }
 
 // Merchants is the in-memory merchant directory, keyed by API public key.
@@ -61,6 +63,7 @@ func (m *Merchants) Put(rec *persistence.Merchant) error {
 		ID: rec.ID, Name: rec.Name, APIPublicKey: rec.APIPublicKey, APISecret: string(api),
 		WebhookPublicKey: rec.WebhookPublicKey, WebhookSecret: string(hook), RateLimitRPS: rps,
 		limiter: rate.NewLimiter(rate.Limit(rps), 2*rps),
+		apiKey:  signature.NewKey(rec.APIPublicKey, string(api)),
 	}
 	m.mu.Lock()
 	m.byKey[mer.APIPublicKey] = mer

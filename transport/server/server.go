@@ -29,7 +29,6 @@ import (
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/apierr"
-	"github.com/paygate/gateway/transport/signature"
 )
 
 // BodyBytesMax is the largest request body accepted (contract section 3).
@@ -180,7 +179,7 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx) (*Merchant, *apierr.Erro
 	if m == nil {
 		return nil, apierr.New(apierr.Auth, "merchant", "merchant is unknown")
 	}
-	if !signature.Verify(m.APIPublicKey, m.APISecret, ctx.PostBody(), sig) {
+	if !m.apiKey.Verify(ctx.PostBody(), sig) {
 		return nil, apierr.New(apierr.Auth, "signature", "signature does not match the request")
 	}
 	return m, nil

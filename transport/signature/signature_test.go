@@ -16,6 +16,15 @@ func TestContractVectors(t *testing.T) {
 		if !Verify(pk, sk, []byte(c.body), []byte(c.want)) {
 			t.Errorf("Verify(%q) refused the contract's vector", c.body)
 		}
+		key := NewKey(pk, sk)
+		for range 3 { // pooled states must be reset between uses
+			if got := key.Sign([]byte(c.body)); got != c.want {
+				t.Errorf("Key.Sign(%q) = %s, want %s", c.body, got, c.want)
+			}
+			if !key.Verify([]byte(c.body), []byte(c.want)) || key.Verify([]byte(c.body+" "), []byte(c.want)) {
+				t.Errorf("Key.Verify(%q) wrong", c.body)
+			}
+		}
 	}
 }
 
@@ -33,6 +42,18 @@ func TestVerifyRefusesTampering(t *testing.T) {
 	for name, c := range cases {
 		if Verify(c.pk, c.sk, []byte(c.body), []byte(c.sig)) {
 			t.Errorf("%s: Verify accepted a bad signature", name)
+		}
+	}
+}
+
+func BenchmarkKeyVerify(b *testing.B) {
+	body := []byte(`{"order_id":"order-1","amount":1020,"currency":"USD","order_description":"bench order with a typical length"}`)
+	sig := []byte(Sign("pk", "sk", body))
+	key := NewKey("pk", "sk")
+	b.ReportAllocs()
+	for b.Loop() {
+		if !key.Verify(body, sig) {
+			b.Fatal("refused")
 		}
 	}
 }
