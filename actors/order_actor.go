@@ -24,6 +24,7 @@ type Proposer interface {
 // Reader is the read side of the store the actors need.
 type Reader interface {
 	GetOrder(merchant, id string) (*order.Order, error)
+	CachedOrder(merchant, id string) *order.Order
 	Token(token string) (*persistence.TokenRecord, error)
 	Card(cardID string) ([]byte, error)
 	Idempotency(merchant, key string) (*persistence.IdemRecord, error)
@@ -183,11 +184,11 @@ func (a *orderActor) propose(cmd *order.Command) (persistence.Result, error) {
 }
 
 func (a *orderActor) create(m *Create) *Reply {
-	cur, err := a.deps.Store.GetOrder(m.Merchant, m.OrderID)
-	if err != nil {
-		return &Reply{Err: err}
-	}
-	if cur != nil {
+	// Only a cached order is checked here: a repeat of a recent request is
+	// answered at once, and anything else is decided by the FSM, which
+	// replays or refuses a create for an existing order. Reading Pebble for
+	// every new order_id would cost a miss on the hot path for nothing.
+	if cur := a.deps.Store.CachedOrder(m.Merchant, m.OrderID); cur != nil {
 		// Same request again: the order as it stands; nothing is charged.
 		if cur.RequestHash == m.RequestHash {
 			return &Reply{Order: cur, TxnID: cur.Txns[0].ID}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -39,18 +40,38 @@ type Result struct {
 }
 
 // Batch is one Pebble batch: the effects of one Raft batch, applied by the
-// FSM and committed at once. Reads through the batch see its own writes.
+// FSM and committed at once. Reads during apply must go through the Batch
+// itself (it implements the reader: its own writes, then the store), never
+// through b.b, which is a plain, unindexed Pebble batch.
 type Batch struct {
 	s *Store
 	b *pebble.Batch
 	// Created lists the notifications this batch put in the outbox, for the
 	// dispatcher to pick up after commit.
 	Created []*Notification
+	// orders are the orders this batch wrote, for its own later reads and
+	// for the cache once committed.
+	orders map[string]*order.Order
+	// written is every key this batch set (nil value: deleted), so later
+	// commands of the same Raft batch read earlier ones' writes. A plain map
+	// is much cheaper than an indexed Pebble batch on the hot path.
+	written map[string][]byte
+}
+
+// Get reads through the batch: its own writes, then the store.
+func (b *Batch) Get(key []byte) ([]byte, io.Closer, error) {
+	if v, ok := b.written[string(key)]; ok {
+		if v == nil {
+			return nil, nil, pebble.ErrNotFound
+		}
+		return v, io.NopCloser(nil), nil
+	}
+	return b.s.db.Get(key)
 }
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{s: s, b: s.db.NewIndexedBatch()}
+	return &Batch{s: s, b: s.db.NewBatch(), orders: map[string]*order.Order{}, written: map[string][]byte{}}
 }
 
 // Commit writes the batch with the Raft index it brings the store to. It
@@ -62,7 +83,30 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 	if err := b.b.Set(keyApplied, v[:], nil); err != nil {
 		return err
 	}
-	return b.b.Commit(pebble.NoSync)
+	if err := b.b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	for k, o := range b.orders {
+		b.s.orders.put([]byte(k), o)
+	}
+	return nil
+}
+
+// getOrder reads an order as this batch sees it: its own writes first, then
+// the cache, then Pebble (filling the cache: the FSM is the only writer).
+func (b *Batch) getOrder(merchant, id string) (*order.Order, error) {
+	key := orderKey(merchant, id)
+	if o, ok := b.orders[string(key)]; ok {
+		return o, nil
+	}
+	if o := b.s.orders.get(key); o != nil {
+		return o, nil
+	}
+	o, err := getJSON[order.Order](b, key)
+	if o != nil {
+		b.s.orders.put(key, o)
+	}
+	return o, err
 }
 
 // Close releases the batch.
@@ -83,12 +127,17 @@ func (b *Batch) set(key, value []byte) {
 	if err := b.b.Set(key, value, nil); err != nil {
 		panic(fmt.Sprintf("persistence: set: %v", err))
 	}
+	if value == nil {
+		value = []byte{}
+	}
+	b.written[string(key)] = value
 }
 
 func (b *Batch) del(key []byte) {
 	if err := b.b.Delete(key, nil); err != nil {
 		panic(fmt.Sprintf("persistence: delete: %v", err))
 	}
+	b.written[string(key)] = nil
 }
 
 // Apply applies one command. It is deterministic: the same command on the
@@ -110,7 +159,7 @@ func (b *Batch) Apply(c *Cmd) Result {
 
 func (b *Batch) applyOrder(cmd *order.Command) Result {
 	if cmd.IdempotencyKey != "" {
-		rec, err := getJSON[IdemRecord](b.b, refKey(prefixIdem, cmd.Merchant, cmd.IdempotencyKey))
+		rec, err := getJSON[IdemRecord](b, refKey(prefixIdem, cmd.Merchant, cmd.IdempotencyKey))
 		if err != nil {
 			panic(fmt.Sprintf("persistence: read idempotency record: %v", err))
 		}
@@ -124,7 +173,7 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 			}}}
 		}
 	}
-	cur, err := getJSON[order.Order](b.b, orderKey(cmd.Merchant, cmd.OrderID))
+	cur, err := b.getOrder(cmd.Merchant, cmd.OrderID)
 	if err != nil {
 		panic(fmt.Sprintf("persistence: read order: %v", err))
 	}
@@ -151,7 +200,9 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 // waiting for the customer's 3-D Secure answer is not resumed), the
 // auto-settle schedule, and the form and 3-D Secure indexes (forms.go).
 func (b *Batch) putOrder(cur, next *order.Order) {
-	b.putJSON(orderKey(next.Merchant, next.ID), next)
+	key := orderKey(next.Merchant, next.ID)
+	b.putJSON(key, next)
+	b.orders[string(key)] = next
 	pk := refKey(prefixPending, next.Merchant, next.ID)
 	if next.Pending.Due() {
 		b.set(pk, []byte(next.Pending.TxnID))
@@ -181,10 +232,10 @@ func (b *Batch) applySideEffects(cmd *order.Command, next *order.Order, out orde
 	if cmd.Kind == order.KindCreate && len(cmd.Create.SealedCard) > 0 {
 		b.set(append([]byte(prefixCard), next.Source.CardID...), cmd.Create.SealedCard)
 	}
+	b.formSideEffects(cmd, next)
 	if cmd.Kind == order.KindCreate && out.Created && cmd.Create.ReplayKey != "" {
 		b.set(append([]byte(prefixReplay), cmd.Create.ReplayKey...), refKey("", next.Merchant, next.ID))
 	}
-	b.formSideEffects(cmd, next)
 	if cmd.Kind == order.KindAuthOutcome && cmd.Outcome.PaymentToken != "" {
 		b.putJSON(append([]byte(prefixToken), cmd.Outcome.PaymentToken...), &TokenRecord{
 			Merchant: next.Merchant, CardID: next.Source.CardID,

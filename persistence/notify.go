@@ -81,7 +81,7 @@ func (b *Batch) addNotification(o *order.Order, now int64) {
 }
 
 func (b *Batch) applyNotify(u *NotifyUpdate) Result {
-	n, err := getJSON[Notification](b.b, notifyKey(u.ID))
+	n, err := getJSON[Notification](b, notifyKey(u.ID))
 	if err != nil {
 		panic(fmt.Sprintf("persistence: read notification: %v", err))
 	}

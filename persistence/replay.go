@@ -39,7 +39,7 @@ func (b *Batch) walletReplayed(cur *order.Order, cmd *order.Command) *order.Reje
 	if cur != nil || cmd.Kind != order.KindCreate || cmd.Create == nil || cmd.Create.ReplayKey == "" {
 		return nil
 	}
-	ref, err := walletReplay(b.b, cmd.Create.ReplayKey)
+	ref, err := walletReplay(b, cmd.Create.ReplayKey)
 	if err != nil {
 		panic(fmt.Sprintf("persistence: read wallet replay record: %v", err))
 	}

@@ -72,6 +72,9 @@ func (s *Store) RestoreIncomplete() (bool, error) {
 // Restore replaces the whole state with a snapshot stream and syncs it.
 func (s *Store) Restore(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<20)
+	// Every cached order is about to be replaced.
+	s.orders.clear()
+	defer s.orders.clear()
 	batch := s.db.NewBatch()
 	defer func() { batch.Close() }()
 	if err := batch.DeleteRange([]byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, nil); err != nil {

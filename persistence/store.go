@@ -11,6 +11,7 @@ import (
 	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/go-json-experiment/json"
 
 	"github.com/paygate/gateway/order"
@@ -33,23 +34,43 @@ const (
 
 var keyApplied = []byte(prefixMeta + "applied")
 
+// Pebble sizing: the block cache holds the working set of recent orders;
+// the memtable absorbs write bursts between flushes.
+const (
+	blockCacheBytes = 256 << 20
+	memTableBytes   = 64 << 20
+	// orderCacheEntries bounds the decoded-order cache (~1-2 KiB each).
+	orderCacheEntries = 100_000
+)
+
 // Store is the Pebble database. Reads are safe from any goroutine; writes
 // happen only through Batch, from the Raft FSM's single goroutine.
 type Store struct {
-	db *pebble.DB
+	db     *pebble.DB
+	orders *orderCache
 }
 
 // Open opens or creates the store in dir.
 func Open(dir string, logger *slog.Logger) (*Store, error) {
+	cache := pebble.NewCache(blockCacheBytes)
+	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{logger},
+		Cache:              cache,
+		MemTableSize:       memTableBytes,
+	}
+	// Bloom filters on every level: most point reads on the write path are
+	// for orders that do not exist yet (a new order_id), and without a
+	// filter each of them reads a block of every level.
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, orders: newOrderCache(orderCacheEntries)}, nil
 }
 
 // Close closes the database.
@@ -122,8 +143,19 @@ func timedKey(prefix string, due int64, rest []byte) []byte {
 }
 
 // GetOrder returns the order, or nil when it does not exist.
+// The result is shared with the cache: callers must not modify it.
 func (s *Store) GetOrder(merchant, id string) (*order.Order, error) {
-	return getJSON[order.Order](s.db, orderKey(merchant, id))
+	key := orderKey(merchant, id)
+	if o := s.orders.get(key); o != nil {
+		return o, nil
+	}
+	return getJSON[order.Order](s.db, key)
+}
+
+// CachedOrder returns the order only if it is in the cache: a cheap check
+// that never reads Pebble.
+func (s *Store) CachedOrder(merchant, id string) *order.Order {
+	return s.orders.get(orderKey(merchant, id))
 }
 
 // OrderRef names an order.
