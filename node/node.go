@@ -100,6 +100,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		Proposer: n.raft, Store: n.store, Acquirer: n.acquirer, Vault: n.vault, Logger: logger,
 		Now: time.Now, NewID: newID, SettleUnit: cfg.SettleDelayUnit, TokenTTL: cfg.TokenTTL,
 		IdleAfter: cfg.ActorIdleAfter, ProposeTimeout: 10 * time.Second, AuthAttempts: 5,
+		ThreeDS: n.threeDS(), // forms.go
 	}
 	n.registry = actors.NewRegistry(n.system, actors.NewOrderActorProducer(deps, func() *actors.Registry { return n.registry }))
 
@@ -261,7 +262,8 @@ func (n *Node) leaderWork(ctx context.Context) {
 	}
 	poll := n.cfg.SettleDelayUnit / 10
 	poll = min(max(poll, 5*time.Millisecond), time.Second)
-	sched := &actors.Scheduler{Store: n.store, Registry: n.registry, Logger: n.logger, Now: time.Now, Poll: poll}
+	sched := &actors.Scheduler{Store: n.store, Registry: n.registry, Logger: n.logger, Now: time.Now, Poll: poll,
+		ExpiryPoll: n.expiryPoll()} // forms.go
 	webhooksDone := make(chan struct{})
 	go func() {
 		defer close(webhooksDone)

@@ -161,6 +161,10 @@ func (s *Server) charge(c *call, r *api.ChargeRequest) answer {
 		msg.Data.ThreeDS = &order.ThreeDS{Version: api.MPIVersion(t.MPIData), ECI: deref(t.MPIData.ECI),
 			CAVV: deref(t.MPIData.CAVV), XID: deref(t.MPIData.XID), AuthenticationResult: "Y"}
 	}
+	if t := r.ThreeDS; t != nil { // 3-D Secure decision: actors/forms.go
+		msg.Data.ThreeDSForce = t.Force != nil && *t.Force
+		msg.Data.AttemptNonSecure = t.AttemptNonSecure != nil && *t.AttemptNonSecure
+	}
 	res, err := s.cfg.Registry.Request(actors.Key{Merchant: c.merchant.ID, OrderID: *r.OrderID}, msg, s.cfg.RequestTimeout)
 	return s.reply("charge", res, err)
 }
