@@ -106,6 +106,31 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
+// TransferLeadership hands leadership to the voter id (any voter when id is
+// empty) and returns once it has taken over: operators drain a node before
+// maintenance this way, and tests pick the leader.
+func (n *Node) TransferLeadership(id string) error {
+	if id == "" {
+		return leaderErr(n.Raft.LeadershipTransfer().Error())
+	}
+	if id == n.cfg.NodeID {
+		if n.Raft.State() == raft.Leader {
+			return nil
+		}
+		return fmt.Errorf("%w: not the leader", ErrNoLeader)
+	}
+	cf := n.Raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return leaderErr(err)
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == raft.ServerID(id) && s.Suffrage == raft.Voter {
+			return leaderErr(n.Raft.LeadershipTransferToServer(s.ID, s.Address).Error())
+		}
+	}
+	return ErrUnknownMember
+}
+
 // record writes a member record unless the store already holds it.
 func (n *Node) record(ctx context.Context, m persistence.Member) error {
 	cur, err := n.FSM.store.Member(m.NodeID)
@@ -242,7 +267,8 @@ type SelfStatus struct {
 	Term              uint64 `json:"term"`
 	LeaderID          string `json:"leader_id"`
 	CommitIndex       uint64 `json:"commit_index"`
-	AppliedIndex      uint64 `json:"applied_index"` // last entry whose effects are in the store
+	AppliedIndex      uint64 `json:"applied_index"`   // last entry whose effects are in the store
+	FirstLogIndex     uint64 `json:"first_log_index"` // entries before it were compacted into a snapshot
 	LastLogIndex      uint64 `json:"last_log_index"`
 	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
 	LastContact       string `json:"last_contact,omitempty"`
@@ -263,6 +289,7 @@ func (n *Node) Self(withDigest bool) (SelfStatus, error) {
 		LastContact: st["last_contact"], Restores: n.FSM.Restores(),
 	}
 	s.LastSnapshotIndex, _ = strconv.ParseUint(st["last_snapshot_index"], 10, 64)
+	s.FirstLogIndex, _ = n.wal.FirstIndex()
 	if withDigest {
 		d, idx, err := n.FSM.store.Digest()
 		if err != nil {

@@ -41,6 +41,7 @@ type Config struct {
 	ElectionTimeout   time.Duration // raft; 0 = default
 	SnapshotThreshold uint64        // raft log entries between snapshots; 0 = default
 	SnapshotInterval  time.Duration // how often raft checks the threshold; 0 = default
+	WALSegmentBytes   int           // raft-wal segment size; 0 = 64 MiB
 }
 
 // DevAdminToken is the admin token --dev sets when none is given.

@@ -18,13 +18,14 @@ import (
 // (/admin/v1/cluster...) with a readable table or --json.
 
 func init() {
-	register("cluster", "cluster status, join and remove (admin API)", runCluster)
+	register("cluster", "cluster status, join, remove and leadership transfer (admin API)", runCluster)
 }
 
 const clusterUsage = `usage:
   gatewayctl cluster status [--addr HOST:PORT] [--admin-token T] [--json] [--digest]
   gatewayctl cluster join   --node-id ID --raft-addr HOST:PORT --http-addr HOST:PORT [--addr ...]
   gatewayctl cluster remove --node-id ID [--addr ...]
+  gatewayctl cluster transfer-leadership [--node-id ID] [--addr ...]
 
 --addr is any member's HTTP address (default $GATEWAY_HTTP_ADDR or 127.0.0.1:8080);
 the admin token defaults to $GATEWAY_ADMIN_TOKEN.
@@ -51,6 +52,8 @@ func runCluster(args []string) int {
 		httpAddr = fs.String("http-addr", "", "its HTTP address")
 	case "remove":
 		nodeID = fs.String("node-id", "", "id of the node to remove")
+	case "transfer-leadership":
+		nodeID = fs.String("node-id", "", "voter to hand leadership to (default: any)")
 	default:
 		fmt.Fprintf(os.Stderr, "gatewayctl cluster: unknown subcommand %q\n\n%s", sub, clusterUsage)
 		return 2
@@ -87,6 +90,8 @@ func runCluster(args []string) int {
 			return 2
 		}
 		data, err = c.do("POST", "/admin/v1/cluster/remove", map[string]string{"node_id": *nodeID})
+	case "transfer-leadership":
+		data, err = c.do("POST", "/admin/v1/cluster/transfer-leadership", map[string]string{"node_id": *nodeID})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gatewayctl cluster "+sub+":", err)

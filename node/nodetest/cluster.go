@@ -62,17 +62,18 @@ func (n *Node) Alive() bool {
 
 // SelfStatus is a node's answer to GET /admin/v1/cluster/self.
 type SelfStatus struct {
-	NodeID       string `json:"node_id"`
-	State        string `json:"state"`
-	Term         uint64 `json:"term"`
-	LeaderID     string `json:"leader_id"`
-	CommitIndex  uint64 `json:"commit_index"`
-	AppliedIndex uint64 `json:"applied_index"`
-	LastLogIndex uint64 `json:"last_log_index"`
-	LastSnapshot uint64 `json:"last_snapshot_index"`
-	Restores     uint64 `json:"snapshot_restores"`
-	Digest       string `json:"digest"`
-	DigestIndex  uint64 `json:"digest_index"`
+	NodeID        string `json:"node_id"`
+	State         string `json:"state"`
+	Term          uint64 `json:"term"`
+	LeaderID      string `json:"leader_id"`
+	CommitIndex   uint64 `json:"commit_index"`
+	AppliedIndex  uint64 `json:"applied_index"`
+	FirstLogIndex uint64 `json:"first_log_index"`
+	LastLogIndex  uint64 `json:"last_log_index"`
+	LastSnapshot  uint64 `json:"last_snapshot_index"`
+	Restores      uint64 `json:"snapshot_restores"`
+	Digest        string `json:"digest"`
+	DigestIndex   uint64 `json:"digest_index"`
 }
 
 var adminClient = &http.Client{Timeout: 30 * time.Second}
@@ -83,7 +84,11 @@ func (n *Node) Admin(method, path, body string, out any) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Authorization", "Bearer "+AdminToken)
+	token := AdminToken
+	if n.Token != "" {
+		token = n.Token
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := adminClient.Do(req)
 	if err != nil {

@@ -94,6 +94,10 @@ type Node struct {
 	stdout   *syncBuffer
 	exited   chan struct{}
 	exitErr  error
+
+	// Token is the admin token when it is not AdminToken (nodes that
+	// nodetest did not start).
+	Token string
 }
 
 // Options configure a test node.

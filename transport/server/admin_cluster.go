@@ -21,6 +21,7 @@ import (
 //	GET  /admin/v1/cluster/self     this node's own raft view (?digest=1 adds the state digest)
 //	POST /admin/v1/cluster/join     {"node_id","raft_addr","http_addr"}: add a voter (runs on the leader)
 //	POST /admin/v1/cluster/remove   {"node_id"}: remove a member (runs on the leader)
+//	POST /admin/v1/cluster/transfer-leadership {"node_id"}: hand leadership to that voter (any, when empty)
 //
 // GETs answer from the node asked; POSTs are forwarded to the leader like
 // every admin write.
@@ -33,10 +34,11 @@ const memberFieldMax = 255
 
 func (s *Server) clusterAdminRoutes() map[string]AdminHandler {
 	return map[string]AdminHandler{
-		"cluster":        s.clusterStatus,
-		"cluster/self":   s.clusterSelf,
-		"cluster/join":   s.clusterJoin,
-		"cluster/remove": s.clusterRemove,
+		"cluster":                     s.clusterStatus,
+		"cluster/self":                s.clusterSelf,
+		"cluster/join":                s.clusterJoin,
+		"cluster/remove":              s.clusterRemove,
+		"cluster/transfer-leadership": s.clusterTransfer,
 	}
 }
 
@@ -122,7 +124,7 @@ func (s *Server) peerSelf(httpAddr string, digest bool) (*cluster.SelfStatus, er
 	if digest {
 		timeout = 30 * time.Second
 	}
-	if err := s.fwd.client.DoTimeout(req, resp, timeout); err != nil {
+	if err := s.fwd.peers.DoTimeout(req, resp, timeout); err != nil {
 		return nil, err
 	}
 	if resp.StatusCode() != 200 {
@@ -218,6 +220,21 @@ func (s *Server) clusterRemove(ctx *fasthttp.RequestCtx) {
 	cctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	s.membershipAnswer(ctx, "cluster remove", s.cfg.Cluster.Remove(cctx, req.NodeID))
+}
+
+func (s *Server) clusterTransfer(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsPost() {
+		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to transfer leadership"))
+		return
+	}
+	var req removeRequest
+	if body := ctx.PostBody(); len(body) > 0 {
+		if err := json.Unmarshal(body, &req, json.RejectUnknownMembers(true)); err != nil {
+			writeError(ctx, apierr.New(apierr.BadBody, "body", "body must be a JSON object with node_id"))
+			return
+		}
+	}
+	s.membershipAnswer(ctx, "cluster transfer", s.cfg.Cluster.TransferLeadership(req.NodeID))
 }
 
 // membershipAnswer renders a join or remove result: the members after it.

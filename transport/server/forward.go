@@ -22,7 +22,10 @@ const forwardDialTimeout = 2 * time.Second
 
 // forwarder relays requests to the leader over pooled keep-alive connections.
 type forwarder struct {
-	client  *fasthttp.Client
+	client *fasthttp.Client
+	// peers asks members for their status: GETs, retried on a stale
+	// keep-alive connection (a member that restarted).
+	peers   *fasthttp.Client
 	timeout time.Duration
 	// relayed counts forwarded requests; failed those the leader did not
 	// answer (the caller got 503 6.02).
@@ -48,6 +51,14 @@ func newForwarder(requestTimeout time.Duration) *forwarder {
 			// Never resend: a POST the leader may have acted on is the
 			// client's to retry (with the same order_id / Idempotency-Key).
 			MaxIdemponentCallAttempts: 1,
+			Dial: func(addr string) (net.Conn, error) {
+				return fasthttp.DialTimeout(addr, forwardDialTimeout)
+			},
+		},
+		peers: &fasthttp.Client{
+			Name:                     "gatewayd-cluster-status",
+			NoDefaultUserAgentHeader: true,
+			MaxIdleConnDuration:      10 * time.Second,
 			Dial: func(addr string) (net.Conn, error) {
 				return fasthttp.DialTimeout(addr, forwardDialTimeout)
 			},

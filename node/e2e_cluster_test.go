@@ -1,0 +1,307 @@
+package node_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/paygate/gateway/node/nodetest"
+)
+
+// clusterClient is a merchant's HTTP client for load: many connections per
+// node, a bounded wait per request.
+func clusterClient() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
+}
+
+// Three gatewayd processes; hundreds of concurrent charges spread over all
+// of them; the leader gets SIGKILL mid-load and clients retry what failed
+// with the same order_id and body. Afterwards every order that got a 200
+// exists once with exactly one authorisation, a new leader took over
+// within seconds, and the killed node, restarted after the log was
+// compacted past it, catches up from a snapshot and ends with the same
+// state digest as the others.
+func TestClusterKillLeaderUnderLoad(t *testing.T) {
+	c := nodetest.StartCluster(t, 3, "--raft-snapshot-threshold", "64", "--raft-snapshot-interval", "200ms",
+		"--raft-wal-segment-bytes", "65536")
+	leader := c.WaitLeader(nil, 10*time.Second)
+	m := leader.CreateMerchant(t, 100000)
+	m.HTTPClient = clusterClient()
+
+	const orders, workers = 300, 32
+	type result struct {
+		status   int
+		attempts int
+		body     []byte
+	}
+	results := make([]result, orders)
+	ids := make([]string, orders)
+	bodies := make([][]byte, orders)
+	for i := range ids {
+		ids[i] = newOrderID(fmt.Sprintf("load%03d", i))
+		bodies[i], _ = json.Marshal(chargeBody(ids[i], "4111111111111111", int64(100+i), 24))
+	}
+
+	var acked atomic.Int64
+	var killedAt atomic.Int64 // unix ns
+	next := make(chan int, orders)
+	for i := 0; i < orders; i++ {
+		next <- i
+	}
+	close(next)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				deadline := time.Now().Add(30 * time.Second)
+				for attempt := 0; time.Now().Before(deadline); attempt++ {
+					n := c.Nodes[(i+attempt)%len(c.Nodes)]
+					if !n.Alive() {
+						continue
+					}
+					r, err := m.At(n).TryPost("charge", bodies[i])
+					results[i].attempts++
+					if err == nil && r.Status == 200 {
+						results[i].status, results[i].body = 200, r.Body
+						acked.Add(1)
+						break
+					}
+					if err == nil && r.Status != 503 {
+						results[i].status, results[i].body = r.Status, r.Body
+						break // a business answer: not retried
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}()
+	}
+
+	// SIGKILL the leader once a third of the charges are in.
+	for acked.Load() < orders/3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	old := c.Leader()
+	if old == nil {
+		t.Fatal("no leader mid-load")
+	}
+	oldSelf, _ := old.Self(false)
+	old.Kill()
+	killedAt.Store(time.Now().UnixNano())
+	t.Logf("killed leader %s after %d acknowledged charges (%s into the load)", old.ID, acked.Load(), time.Since(start).Round(time.Millisecond))
+
+	// Failover: kill → a new leader, and kill → first acknowledged write
+	// (a new order, sent to the survivors until one answers 200).
+	var newLeader *nodetest.Node
+	electedCh := make(chan time.Duration, 1)
+	go func() {
+		newLeader = c.WaitLeader(old, 10*time.Second)
+		electedCh <- time.Since(time.Unix(0, killedAt.Load()))
+	}()
+	probe := m
+	var late *nodetest.Merchant // created while the old leader is down
+	firstWrite := time.Duration(0)
+	for i := 0; firstWrite == 0 && time.Since(time.Unix(0, killedAt.Load())) < 15*time.Second; i++ {
+		n := c.Nodes[i%len(c.Nodes)]
+		if !n.Alive() {
+			continue
+		}
+		r, err := probe.At(n).TryPost("charge", chargeBody(newOrderID("probe"), "4111111111111111", 1, 24))
+		if err == nil && r.Status == 200 {
+			firstWrite = time.Since(time.Unix(0, killedAt.Load()))
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	elected := <-electedCh
+	if firstWrite == 0 {
+		t.Fatal("no write acknowledged within 15s of the leader's death")
+	}
+	t.Logf("failover: new leader %s elected %s after the kill; first acknowledged write %s after the kill",
+		newLeader.ID, elected.Round(time.Millisecond), firstWrite.Round(time.Millisecond))
+	if elected > 5*time.Second {
+		t.Errorf("new leader took %s", elected)
+	}
+
+	late = newLeader.CreateMerchant(t, 1000)
+	wg.Wait()
+	loadTime := time.Since(start)
+	retried, attempts := 0, 0
+	for i, r := range results {
+		attempts += r.attempts
+		if r.attempts > 1 {
+			retried++
+		}
+		if r.status != 200 {
+			t.Fatalf("order %s: no 200 after retries: %d %s", ids[i], r.status, r.body)
+		}
+	}
+	t.Logf("%d charges acknowledged in %s (%d requests, %d orders needed a retry)", orders, loadTime.Round(time.Millisecond), attempts, retried)
+
+	// Every acknowledged order exists with exactly one authorisation, and
+	// ends authorized (pending authorisations resumed by the new leader).
+	survivor := m.At(newLeader)
+	for _, id := range ids {
+		st := survivor.WaitStatus(t, id, "authorized", 15*time.Second)
+		txns, _ := st.Get("transactions").(map[string]any)
+		auths := 0
+		for _, tx := range txns {
+			if tx.(map[string]any)["operation"] == "auth" {
+				auths++
+			}
+		}
+		if len(txns) != 1 || auths != 1 {
+			t.Fatalf("order %s: want exactly one auth transaction: %s", id, st.Body)
+		}
+	}
+
+	// The log moves past what the killed node has, so it must catch up from
+	// a snapshot: push more charges until the leader compacted past it.
+	for i := 0; ; i++ {
+		st, err := newLeader.Self(false)
+		if err == nil && st.FirstLogIndex > oldSelf.LastLogIndex+1 && st.LastSnapshot > oldSelf.LastLogIndex {
+			t.Logf("leader's log starts at %d; the killed node's ended at %d", st.FirstLogIndex, oldSelf.LastLogIndex)
+			break
+		}
+		if i > 2000 {
+			t.Fatalf("log not compacted past %d: %+v", oldSelf.LastLogIndex, st)
+		}
+		m.At(newLeader).Post(t, "charge", chargeBody(newOrderID("fill"), "4111111111111111", 1, 24))
+	}
+	old.Restart()
+	c.WaitMembers(3, 20*time.Second)
+	idx := c.WaitConverged(30 * time.Second)
+	st, err := old.Self(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Restores == 0 {
+		t.Errorf("%s caught up without a snapshot restore: %+v", old.ID, st)
+	}
+	t.Logf("all three replicas at applied index %d with one digest; %s restored %d snapshot(s)", idx, old.ID, st.Restores)
+
+	// The restarted node's merchant directory came with the snapshot: made
+	// leader, it serves the merchant created while it was down.
+	if _, err := old.Admin("POST", "/admin/v1/cluster/transfer-leadership", `{"node_id":"`+old.ID+`"}`, nil); err != nil {
+		t.Fatalf("transfer leadership to %s: %v", old.ID, err)
+	}
+	if l := c.WaitLeader(nil, 10*time.Second); l != old {
+		t.Fatalf("leader after the transfer: %s", l.ID)
+	}
+	if r := late.At(old).Post(t, "charge", chargeBody(newOrderID("late"), "4111111111111111", 5, 24)); r.Status != 200 {
+		t.Fatalf("%s as leader refuses the merchant created while it was down: %d %s", old.ID, r.Status, r.Body)
+	}
+
+	// The restarted node answers status exactly as the others do.
+	for _, id := range ids[:50] {
+		var want []byte
+		for _, n := range c.Nodes {
+			r := m.At(n).Post(t, "status", map[string]any{"order_id": id})
+			if want == nil {
+				want = r.Body
+			} else if string(r.Body) != string(want) {
+				t.Fatalf("order %s: %s answers %s, others %s", id, n.ID, r.Body, want)
+			}
+		}
+	}
+}
+
+// A new leader picks up what the old one left: authorisations waiting on
+// the acquirer when the leader died, an automatic settlement that falls due
+// after a second failover, and the notifications of those status changes.
+// Each happens exactly once (one auth, one settle transaction); each
+// notification arrives (at least once).
+func TestClusterLeaderChangeResumesWork(t *testing.T) {
+	c := nodetest.StartCluster(t, 3, "--acquirer-latency", "1500ms", "--settle-delay-unit", "1s",
+		"--webhook-retry-delays", "100ms,200ms,400ms,800ms")
+	hooks := newReceiver(t)
+	leader := c.WaitLeader(nil, 10*time.Second)
+	m := leader.CreateMerchant(t, 10000)
+	m.HTTPClient = clusterClient()
+	follower := c.Nodes[0]
+	if follower == leader {
+		follower = c.Nodes[1]
+	}
+
+	settles, stays := newOrderID("resume-settle"), newOrderID("resume-auth")
+	for id, delay := range map[string]int{settles: 5, stays: 24} {
+		body := chargeBody(id, "4111111111111111", 700, delay)
+		body["callback_url"] = hooks.URL()
+		if r := m.At(follower).Post(t, "charge", body); r.Str("status") != "processing" {
+			t.Fatalf("charge: %d %s", r.Status, r.Body)
+		}
+	}
+	// The acquirer takes 1.5 s: both authorisations are in flight on the
+	// leader when it dies.
+	leader.Kill()
+	second := c.WaitLeader(leader, 10*time.Second)
+	t.Logf("killed %s with two authorisations in flight; %s leads", leader.ID, second.ID)
+	ms := m.At(second)
+	ms.WaitStatus(t, settles, "authorized", 15*time.Second)
+	ms.WaitStatus(t, stays, "authorized", 15*time.Second)
+
+	// The settlement falls due 5 s after the authorisation: kill this
+	// leader too before then (the first is back as a follower first).
+	leader.Restart()
+	c.WaitMembers(3, 20*time.Second)
+	if r := ms.Post(t, "status", map[string]any{"order_id": settles}); r.Str("status") != "authorized" {
+		t.Fatalf("settled before the second failover; the test needs a longer delay: %s", r.Body)
+	}
+	second.Kill()
+	third := c.WaitLeader(second, 10*time.Second)
+	t.Logf("killed %s before the settlement was due; %s leads", second.ID, third.ID)
+	st := m.At(third).WaitStatus(t, settles, "settled", 20*time.Second)
+	count := func(r *nodetest.Response) map[string]int {
+		out := map[string]int{}
+		txns, _ := r.Get("transactions").(map[string]any)
+		for _, tx := range txns {
+			out[tx.(map[string]any)["operation"].(string)]++
+		}
+		return out
+	}
+	if ops := count(st); ops["auth"] != 1 || ops["settle"] != 1 || len(ops) != 2 || st.Num("settled_amount") != 700 {
+		t.Fatalf("settled order: want one auth and one settle: %s", st.Body)
+	}
+	time.Sleep(500 * time.Millisecond) // nothing else may happen to them
+	if ops := count(m.At(third).Post(t, "status", map[string]any{"order_id": stays})); ops["auth"] != 1 || len(ops) != 1 {
+		t.Fatalf("authorised order: want exactly one auth: %v", ops)
+	}
+
+	// Notifications: authorized ×2 and settled ×1, each delivered.
+	want := map[string]bool{settles + "/authorized": true, stays + "/authorized": true, settles + "/settled": true}
+	deadline := time.Now().Add(15 * time.Second)
+	got := map[string]int{}
+	for time.Now().Before(deadline) {
+		got = map[string]int{}
+		for _, cl := range hooks.Calls() {
+			var v struct {
+				OrderID string `json:"order_id"`
+				Status  string `json:"status"`
+			}
+			json.Unmarshal(cl.body, &v)
+			got[v.OrderID+"/"+v.Status]++
+		}
+		all := true
+		for k := range want {
+			all = all && got[k] > 0
+		}
+		if all {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for k := range want {
+		if got[k] == 0 {
+			t.Errorf("notification %s never delivered: %v", k, got)
+		}
+	}
+	t.Logf("notifications received: %v", got)
+	second.Restart()
+	c.WaitConverged(30 * time.Second)
+}
