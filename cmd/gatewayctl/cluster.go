@@ -31,9 +31,11 @@ const clusterUsage = `usage:
 the admin token defaults to $GATEWAY_ADMIN_TOKEN.
 `
 
-func runCluster(args []string) int {
+func runCluster(args []string) int { return clusterCmd(args, os.Stdout, os.Stderr) }
+
+func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, clusterUsage)
+		fmt.Fprint(stderr, clusterUsage)
 		return 2
 	}
 	sub, args := args[0], args[1:]
@@ -55,14 +57,15 @@ func runCluster(args []string) int {
 	case "transfer-leadership":
 		nodeID = fs.String("node-id", "", "voter to hand leadership to (default: any)")
 	default:
-		fmt.Fprintf(os.Stderr, "gatewayctl cluster: unknown subcommand %q\n\n%s", sub, clusterUsage)
+		fmt.Fprintf(stderr, "gatewayctl cluster: unknown subcommand %q\n\n%s", sub, clusterUsage)
 		return 2
 	}
+	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *token == "" {
-		fmt.Fprintln(os.Stderr, "gatewayctl cluster: --admin-token or GATEWAY_ADMIN_TOKEN is required")
+		fmt.Fprintln(stderr, "gatewayctl cluster: --admin-token or GATEWAY_ADMIN_TOKEN is required")
 		return 2
 	}
 	c := &adminClient{base: "http://" + strings.TrimPrefix(*addr, "http://"), token: *token}
@@ -79,14 +82,14 @@ func runCluster(args []string) int {
 		data, err = c.do("GET", path, nil)
 	case "join":
 		if *nodeID == "" || *raftAddr == "" || *httpAddr == "" {
-			fmt.Fprintln(os.Stderr, "gatewayctl cluster join: --node-id, --raft-addr and --http-addr are required")
+			fmt.Fprintln(stderr, "gatewayctl cluster join: --node-id, --raft-addr and --http-addr are required")
 			return 2
 		}
 		data, err = c.do("POST", "/admin/v1/cluster/join",
 			map[string]string{"node_id": *nodeID, "raft_addr": *raftAddr, "http_addr": *httpAddr})
 	case "remove":
 		if *nodeID == "" {
-			fmt.Fprintln(os.Stderr, "gatewayctl cluster remove: --node-id is required")
+			fmt.Fprintln(stderr, "gatewayctl cluster remove: --node-id is required")
 			return 2
 		}
 		data, err = c.do("POST", "/admin/v1/cluster/remove", map[string]string{"node_id": *nodeID})
@@ -94,7 +97,7 @@ func runCluster(args []string) int {
 		data, err = c.do("POST", "/admin/v1/cluster/transfer-leadership", map[string]string{"node_id": *nodeID})
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "gatewayctl cluster "+sub+":", err)
+		fmt.Fprintln(stderr, "gatewayctl cluster "+sub+":", err)
 		return 1
 	}
 	if *asJSON {
@@ -102,13 +105,13 @@ func runCluster(args []string) int {
 		if json.Indent(&buf, data, "", "  ") == nil {
 			data = buf.Bytes()
 		}
-		fmt.Println(string(data))
+		fmt.Fprintln(stdout, string(data))
 		return 0
 	}
 	if sub == "status" {
-		return printStatus(os.Stdout, data)
+		return printStatus(stdout, stderr, data)
 	}
-	return printMembers(os.Stdout, data)
+	return printMembers(stdout, stderr, data)
 }
 
 func envOr(name, def string) string {
@@ -181,10 +184,10 @@ type ctlStatus struct {
 	Members  []ctlMember `json:"members"`
 }
 
-func printStatus(w io.Writer, data []byte) int {
+func printStatus(w, stderr io.Writer, data []byte) int {
 	var st ctlStatus
 	if err := json.Unmarshal(data, &st); err != nil {
-		fmt.Fprintln(os.Stderr, "gatewayctl cluster status: unexpected answer:", err)
+		fmt.Fprintln(stderr, "gatewayctl cluster status: unexpected answer:", err)
 		return 1
 	}
 	leader := st.LeaderID
@@ -215,12 +218,12 @@ func printStatus(w io.Writer, data []byte) int {
 	return 0
 }
 
-func printMembers(w io.Writer, data []byte) int {
+func printMembers(w, stderr io.Writer, data []byte) int {
 	var out struct {
 		Members []ctlMember `json:"members"`
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
-		fmt.Fprintln(os.Stderr, "gatewayctl cluster: unexpected answer:", err)
+		fmt.Fprintln(stderr, "gatewayctl cluster: unexpected answer:", err)
 		return 1
 	}
 	fmt.Fprintln(w, "ok; members now:")

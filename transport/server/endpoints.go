@@ -204,6 +204,7 @@ func (s *Server) operate(c *call, kind order.Kind, orderID string, amount int64,
 }
 
 // status reads the applied state directly: reads never go through the log.
+// They are linearizable because forward runs the leader's read barrier first.
 func (s *Server) status(c *call, r *api.StatusRequest) answer {
 	o, err := s.cfg.Store.GetOrder(c.merchant.ID, *r.OrderID)
 	if err != nil {
