@@ -52,12 +52,6 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", 0, "how often raft checks the snapshot threshold (0: 2m)")
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", 0, "raft heartbeat timeout (0: 1s)")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", 0, "raft election timeout (0: 1s)")
-	hideFlags(fs, "raft-snapshot-threshold", "raft-snapshot-interval", "raft-heartbeat-timeout", "raft-election-timeout")
-	// Raft tuning: hidden from -help, documented in docs/cluster.md.
-	fs.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries between snapshots (0: 8192)")
-	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", 0, "how often raft checks the snapshot threshold (0: 2m)")
-	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", 0, "raft heartbeat timeout (0: 1s)")
-	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", 0, "raft election timeout (0: 1s)")
 	fs.IntVar(&cfg.WALSegmentBytes, "raft-wal-segment-bytes", 0, "raft log segment size (0: 64 MiB; compacted entries go with whole segments)")
 	hideFlags(fs, "raft-snapshot-threshold", "raft-snapshot-interval", "raft-heartbeat-timeout", "raft-election-timeout",
 		"raft-wal-segment-bytes")
