@@ -51,6 +51,8 @@ load:
                          dropped (default 10 × concurrency)
   --mix SPEC             mixed weights (default charge=50,status=40,lifecycle=10)
   --orders N             status/mixed: orders created before the window to read (default 500)
+  --pool-file FILE       status/mixed: read these existing order ids (one per line) instead
+  --record-orders FILE   write the id of every acknowledged charge to FILE
   --requests N           stop after N measured iterations (default 0: the duration decides)
   --timeout D            per request, and the lifecycle's wait for authorisation (default 10s)
   --webhook-wait D       webhooks: wait this long after the window for notifications (default 10s)
@@ -115,6 +117,8 @@ func parseRunArgs(args []string) (runArgs, error) {
 	fs.IntVar(&ra.cfg.Queue, "queue", 0, "")
 	fs.StringVar(&mix, "mix", DefaultMix, "")
 	fs.IntVar(&ra.cfg.Orders, "orders", DefaultOrders, "")
+	fs.StringVar(&ra.cfg.PoolFile, "pool-file", "", "")
+	fs.StringVar(&ra.cfg.RecordOrders, "record-orders", "", "")
 	fs.Int64Var(&ra.cfg.Requests, "requests", 0, "")
 	fs.DurationVar(&ra.cfg.Timeout, "timeout", DefaultTimeout, "")
 	fs.DurationVar(&ra.cfg.WebhookWait, "webhook-wait", DefaultWebhookWait, "")

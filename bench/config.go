@@ -69,9 +69,15 @@ type Config struct {
 	Queue       int           // open loop: arrivals that may wait for a free worker before new ones are dropped
 	Mix         Mix           // mixed workload weights
 	Orders      int           // status and mixed: size of the order pool made before the window
-	Requests    int64         // stop after this many measured iterations; 0 means the duration alone bounds the run
-	Timeout     time.Duration // per request; also bounds the lifecycle's wait for authorisation
-	WebhookWait time.Duration // webhooks: how long after the window to wait for outstanding notifications
+	// PoolFile, when set, is the status and mixed pool instead: order ids,
+	// one per line, of orders that already exist (e.g. from RecordOrders),
+	// so reads can target a large, old, uncached population.
+	PoolFile string
+	// RecordOrders, when set, receives the id of every acknowledged charge.
+	RecordOrders string
+	Requests     int64         // stop after this many measured iterations; 0 means the duration alone bounds the run
+	Timeout      time.Duration // per request; also bounds the lifecycle's wait for authorisation
+	WebhookWait  time.Duration // webhooks: how long after the window to wait for outstanding notifications
 
 	// Progress, when set, receives a one-line progress display once a second
 	// (carriage return, no newline); the CLI sets it only when stdout is a terminal.

@@ -51,3 +51,35 @@ func TestWorkloadsAgainstRealGatewayd(t *testing.T) {
 		})
 	}
 }
+
+// A charge run records its order ids; a status run reads exactly those.
+func TestRecordedOrdersFeedStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns real nodes")
+	}
+	bin := nodetest.Binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := bench.Spawn(ctx, bench.SpawnOptions{Binary: bin, Nodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := c.CreateMerchant(ctx, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := filepath.Join(t.TempDir(), "ids.txt")
+	base := []string{"--target", c.Targets()[0], "--merchant-key", m.API.PublicKey, "--merchant-secret", m.API.SecretKey,
+		"--concurrency", "2", "--json", filepath.Join(t.TempDir(), "r.json")}
+	var out bytes.Buffer
+	if code := bench.Main(ctx, append([]string{"run", "--workload", "charge", "--requests", "30", "--record-orders", ids}, base...), &out, &out); code != 0 {
+		t.Fatalf("charge run: %s", out.String())
+	}
+	if code := bench.Main(ctx, append([]string{"run", "--workload", "status", "--duration", "1s", "--pool-file", ids}, base...), &out, &out); code != 0 {
+		t.Fatalf("status run: %s", out.String())
+	}
+	if !bytes.Contains(out.Bytes(), []byte("order pool: 30 orders")) {
+		t.Fatalf("status did not read the 30 recorded orders:\n%s", out.String())
+	}
+}

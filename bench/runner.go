@@ -33,6 +33,7 @@ type run struct {
 	seed     uint64
 	idPrefix string
 	pool     []string
+	recorder *orderRecorder // --record-orders
 	mixTotal int
 	sink     *webhookSink
 
@@ -94,10 +95,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer stopProgress()
 	if wl.pool {
 		r.phase.Store("pool")
-		if err := r.fillPool(); err != nil {
+		fill := r.fillPool
+		if cfg.PoolFile != "" {
+			fill = r.loadPool
+		}
+		if err := fill(); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
 		}
 		r.logf("order pool: %d orders", len(r.pool))
+	}
+	if cfg.RecordOrders != "" {
+		rec, err := newOrderRecorder(cfg.RecordOrders)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+		}
+		defer rec.close()
+		r.recorder = rec
 	}
 	startedAt := time.Now()
 	window, interrupted := r.measure(wl.iter)

@@ -78,6 +78,9 @@ func (w *worker) charge(op string, intended time.Time, rec *shard, callbackURL s
 		return "", now
 	}
 	rec.ok(op, now.Sub(intended))
+	if w.r.recorder != nil {
+		w.r.recorder.add(id)
+	}
 	return id, now
 }
 
