@@ -32,7 +32,7 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 	m := leader.CreateMerchant(t, 100000)
 	m.HTTPClient = clusterClient()
 
-	const orders, workers = 300, 32
+	const orders, workers = 400, 100
 	type result struct {
 		status   int
 		attempts int
