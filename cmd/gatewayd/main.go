@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -46,6 +48,7 @@ func run(args []string) int {
 	fs.StringVar(&cfg.WalletBRecipientID, "walletb-recipient-id", "", "walletb-pay recipient id, e.g. gateway:<id>")
 	fs.StringVar(&cfg.WalletBPrivateKeyFile, "walletb-private-key-file", "", "walletb-pay recipient private key, PEM EC P-256")
 	fs.StringVar(&cfg.WalletBRootKeysFile, "walletb-root-keys-file", "", "walletb-pay root signing keys, the provider's JSON list")
+	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this address (off when empty; profiling only)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	// Raft tuning: hidden from -help, documented in docs/cluster.md.
 	fs.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries between snapshots (0: 8192)")
@@ -75,6 +78,9 @@ func run(args []string) int {
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	if *pprofAddr != "" {
+		go func() { logger.Info("pprof", "error", http.ListenAndServe(*pprofAddr, nil)) }()
+	}
 	n, err := node.Start(cfg, logger)
 	if err != nil {
 		logger.Error("start failed", "error", err)
