@@ -13,6 +13,7 @@ import (
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/api"
 )
 
 // Proposer replicates a command and returns its applied result. The cluster
@@ -277,7 +278,7 @@ func cardSource(base order.PaymentSource, c *vault.Card, cardID string, info acq
 	}
 	s.CardID = cardID
 	s.BIN = c.PAN[:6]
-	s.Masked = maskPAN(c.PAN)
+	s.Masked = api.MaskPAN(c.PAN)
 	s.Brand = info.Brand
 	s.Issuer = info.Issuer
 	s.CardType = info.Type
@@ -286,17 +287,6 @@ func cardSource(base order.PaymentSource, c *vault.Card, cardID string, info acq
 	s.ExpYear = c.ExpYear
 	s.HolderName = c.HolderName
 	return s
-}
-
-func maskPAN(pan string) string {
-	if len(pan) < 10 {
-		return "****"
-	}
-	b := []byte(pan)
-	for i := 6; i < len(b)-4; i++ {
-		b[i] = '*'
-	}
-	return string(b)
 }
 
 // startAuth calls the acquirer off the actor's goroutine; the answer comes

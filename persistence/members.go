@@ -2,8 +2,6 @@ package persistence
 
 import (
 	"fmt"
-
-	"github.com/go-json-experiment/json"
 )
 
 // prefixMember holds the cluster's member records: n/<node_id> → Member JSON.
@@ -44,18 +42,5 @@ func (s *Store) Member(id string) (*Member, error) {
 
 // Members lists every member record, by node id.
 func (s *Store) Members() ([]Member, error) {
-	var out []Member
-	var derr error
-	err := s.scan([]byte(prefixMember), prefixEnd(prefixMember), func(_, v []byte) bool {
-		var m Member
-		if derr = json.Unmarshal(v, &m); derr != nil {
-			return false
-		}
-		out = append(out, m)
-		return true
-	})
-	if err == nil {
-		err = derr
-	}
-	return out, err
+	return scanJSON[Member](s, prefixMember)
 }

@@ -268,14 +268,19 @@ type Merchant struct {
 
 // Merchants lists every merchant.
 func (s *Store) Merchants() ([]Merchant, error) {
-	var out []Merchant
+	return scanJSON[Merchant](s, prefixMerchant)
+}
+
+// scanJSON decodes every value under prefix, in key order.
+func scanJSON[T any](s *Store, prefix string) ([]T, error) {
+	var out []T
 	var derr error
-	err := s.scan([]byte(prefixMerchant), prefixEnd(prefixMerchant), func(_, v []byte) bool {
-		var m Merchant
-		if derr = json.Unmarshal(v, &m); derr != nil {
+	err := s.scan([]byte(prefix), prefixEnd(prefix), func(_, v []byte) bool {
+		var x T
+		if derr = json.Unmarshal(v, &x); derr != nil {
 			return false
 		}
-		out = append(out, m)
+		out = append(out, x)
 		return true
 	})
 	if err == nil {

@@ -14,7 +14,7 @@ package acquirer
 
 import (
 	"context"
-	"strings"
+	"github.com/paygate/gateway/transport/api"
 )
 
 // Decline codes (contract section 3).
@@ -152,12 +152,12 @@ type CardInfo struct {
 
 // Card brands reported in CardInfo.Brand.
 const (
-	BrandVisa       = "visa"
-	BrandMastercard = "mastercard"
-	BrandAmex       = "amex"
-	BrandDiscover   = "discover"
-	BrandJCB        = "jcb"
-	BrandUnknown    = "unknown"
+	BrandVisa       = api.BrandVisa
+	BrandMastercard = api.BrandMastercard
+	BrandAmex       = api.BrandAmex
+	BrandDiscover   = api.BrandDiscover
+	BrandJCB        = api.BrandJCB
+	BrandUnknown    = api.BrandUnknown
 )
 
 // Card types reported in CardInfo.Type.
@@ -183,62 +183,11 @@ type Acquirer interface {
 }
 
 // Luhn reports whether pan is all digits, 12 to 19 long, and passes the Luhn
-// check.
+// check (the length bound is the acquirer's; the checksum is the API's).
 func Luhn(pan string) bool {
-	if len(pan) < 12 || len(pan) > 19 {
-		return false
-	}
-	sum := 0
-	double := false
-	for i := len(pan) - 1; i >= 0; i-- {
-		c := pan[i]
-		if c < '0' || c > '9' {
-			return false
-		}
-		d := int(c - '0')
-		if double {
-			d *= 2
-			if d > 9 {
-				d -= 9
-			}
-		}
-		sum += d
-		double = !double
-	}
-	return sum%10 == 0
+	return len(pan) >= 12 && len(pan) <= 19 && api.Luhn(pan)
 }
 
-// Brand returns the card brand from the number's prefix.
-func Brand(pan string) string {
-	p := func(n int) int { return prefixInt(pan, n) }
-	switch {
-	case strings.HasPrefix(pan, "4"):
-		return BrandVisa
-	case p(2) >= 51 && p(2) <= 55, p(4) >= 2221 && p(4) <= 2720:
-		return BrandMastercard
-	case p(2) == 34, p(2) == 37:
-		return BrandAmex
-	case p(4) == 6011, p(2) == 65:
-		return BrandDiscover
-	case p(4) >= 3528 && p(4) <= 3589:
-		return BrandJCB
-	}
-	return BrandUnknown
-}
-
-// prefixInt returns the first n characters of s as a number, or -1 when s is
-// shorter or they are not all digits.
-func prefixInt(s string, n int) int {
-	if len(s) < n {
-		return -1
-	}
-	v := 0
-	for i := range n {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return -1
-		}
-		v = v*10 + int(c-'0')
-	}
-	return v
-}
+// Brand returns the card brand from the number's prefix: the same ranges
+// the API validates with.
+func Brand(pan string) string { return api.CardBrand(pan) }
