@@ -213,12 +213,17 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	w := h.startWorkload(seed, 4, 30)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
+		// raft-wal keeps serving compacted entries until their whole segment
+		// is deleted: wait until the entry the stopped node needs next is
+		// really gone, so the leader has to send a snapshot.
 		_, l := h.leader()
-		first := uint64(0)
+		gone, first := false, uint64(0)
 		if l != nil {
 			first, _ = l.wal.FirstIndex()
+			var e raft.Log
+			gone = first > lastIdx+1 && errors.Is(l.wal.GetLog(lastIdx+1, &e), raft.ErrLogNotFound)
 		}
-		if first > lastIdx+1 {
+		if gone {
 			t.Logf("leader's log now starts at %d; the stopped node's ends at %d", first, lastIdx)
 			break
 		}

@@ -199,12 +199,19 @@ func (n *Node) ProposeBatch(ctx context.Context, cmds []persistence.Cmd) ([]pers
 		timeout = time.Until(dl)
 	}
 	f := n.Raft.Apply(data, timeout)
-	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
-			errors.Is(err, raft.ErrEnqueueTimeout) || errors.Is(err, raft.ErrRaftShutdown) {
-			return nil, fmt.Errorf("%w: %v", ErrNoLeader, err)
+	// raft's timeout bounds only the enqueueing: an entry enqueued just
+	// before raft shuts down is never answered, and one on a leader cut off
+	// from its quorum waits for the step-down. ctx bounds the whole wait;
+	// past it the outcome is unknown, which ErrNoLeader already says.
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, leaderErr(err)
 		}
-		return nil, err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: not committed within the deadline (it may still commit): %v", ErrNoLeader, ctx.Err())
 	}
 	n.commitLat.UpdateDuration(start)
 	res, ok := f.Response().([]persistence.Result)
