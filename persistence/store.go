@@ -37,7 +37,7 @@ var keyApplied = []byte(prefixMeta + "applied")
 // Pebble sizing: the block cache holds the working set of recent orders;
 // the memtable absorbs write bursts between flushes.
 const (
-	blockCacheBytes = 256 << 20
+	blockCacheBytes = 128 << 20
 	memTableBytes   = 64 << 20
 	// orderCacheEntries bounds the decoded-order cache (~1-2 KiB each).
 	orderCacheEntries = 100_000

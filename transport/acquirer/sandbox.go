@@ -28,13 +28,23 @@ const (
 // (contract section 7). Any Luhn-valid number without a special outcome is
 // approved; a number failing the Luhn check is declined 3.08.
 //
-// It is safe for concurrent use. It keeps one small result per reference.
+// It is safe for concurrent use. It keeps one small result per reference,
+// for the last referencesMax references: a real acquirer's idempotency
+// window is bounded too, and the gateway only repeats a reference while an
+// authorisation is pending (seconds), so memory stays flat however many
+// orders a node has taken.
 type Sandbox struct {
 	latency time.Duration
 
 	mu      sync.Mutex
 	results map[string]AuthResult // by reference; present = authorised once
+	order   []string              // FIFO of references, for eviction
+	next    int
+	total   int // authorisations made, evicted ones included
 }
+
+// referencesMax bounds the references the sandbox remembers.
+const referencesMax = 100_000
 
 var _ Acquirer = (*Sandbox)(nil)
 
@@ -47,7 +57,7 @@ func NewSandbox(latency time.Duration) *Sandbox {
 	if latency < 0 {
 		latency = 0
 	}
-	return &Sandbox{latency: latency, results: make(map[string]AuthResult)}
+	return &Sandbox{latency: latency, results: make(map[string]AuthResult), order: make([]string, referencesMax)}
 }
 
 // Authorize answers after the configured latency, or returns ctx.Err() if ctx
@@ -68,7 +78,13 @@ func (s *Sandbox) Authorize(ctx context.Context, req AuthRequest) (AuthResult, e
 		return r, nil
 	}
 	r := decide(req)
+	if old := s.order[s.next]; old != "" {
+		delete(s.results, old)
+	}
+	s.order[s.next] = req.Reference
+	s.next = (s.next + 1) % len(s.order)
 	s.results[req.Reference] = r
+	s.total++
 	return r, nil
 }
 
@@ -105,7 +121,7 @@ func (s *Sandbox) Authorizations(reference string) int {
 func (s *Sandbox) Total() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.results)
+	return s.total
 }
 
 // Enrollment reports the issuer's 3-D Secure enrolment: Enrolled for

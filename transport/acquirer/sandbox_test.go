@@ -452,3 +452,21 @@ func TestInterface(t *testing.T) {
 		t.Error("interface CardInfo")
 	}
 }
+
+// The sandbox's memory is bounded: old references are forgotten, the count
+// of authorisations is not.
+func TestSandboxMemoryBounded(t *testing.T) {
+	s := NewSandbox(0)
+	n := referencesMax + 10
+	for i := range n {
+		if _, err := s.Authorize(context.Background(), AuthRequest{Reference: fmt.Sprintf("ref-%d", i), PAN: "4111111111111111"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.results) != referencesMax || s.Total() != n {
+		t.Fatalf("remembered %d references, total %d; want %d and %d", len(s.results), s.Total(), referencesMax, n)
+	}
+	if s.Authorizations("ref-0") != 0 || s.Authorizations(fmt.Sprintf("ref-%d", n-1)) != 1 {
+		t.Fatal("the oldest reference must be the one forgotten")
+	}
+}
