@@ -30,12 +30,18 @@ func TestClusterLeaderKillRestart(t *testing.T) {
 	h.kill(old)
 	nl := h.waitLeader(5 * time.Second)
 	t.Logf("new leader %s after %s", nl.cfg.NodeID, time.Since(killed).Round(time.Millisecond))
-	// Writes go on with two of three.
+	// Writes go on with two of three. Workers blocked on the dead leader
+	// give up at their own timeout first, so poll (generously: the race
+	// detector on two shared cores is slow) rather than sleep a fixed time.
 	before := h.acked.len()
-	time.Sleep(500 * time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for h.acked.len() == before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if h.acked.len() == before {
 		t.Fatalf("no write acknowledged with the leader down: %s", h.describe())
 	}
+	t.Logf("first write acknowledged %s after the kill", time.Since(killed).Round(time.Millisecond))
 	h.restart(old)
 	time.Sleep(300 * time.Millisecond)
 	sent, failed := w.halt()
