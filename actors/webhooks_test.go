@@ -28,10 +28,10 @@ func (l *attemptLog) attempt(_ context.Context, d webhook.Delivery) webhook.Atte
 	return webhook.Attempt{Delivered: true, HTTPCode: 200}
 }
 
-func startWebhooks(t *testing.T, f *fixture, log *attemptLog, delays []time.Duration) *Webhooks {
+func startWebhooks(t *testing.T, f *fixture, attempt func(context.Context, webhook.Delivery) webhook.Attempt, delays []time.Duration) *Webhooks {
 	t.Helper()
 	w := NewWebhooks(f.reg.system, WebhookConfig{
-		Store: f.store, Proposer: f.proposer, Logger: f.deps.Logger, Now: time.Now, Attempt: log.attempt,
+		Store: f.store, Proposer: f.proposer, Logger: f.deps.Logger, Now: time.Now, Attempt: attempt,
 		Keys:        func(string) (string, string, bool) { return "whpk", "whsk", true },
 		RetryDelays: delays, PerEndpoint: 4, Poll: time.Millisecond,
 	})
@@ -59,7 +59,7 @@ func createWithCallback(t *testing.T, f *fixture, id string) {
 func TestWebhooksDeliverEachOnce(t *testing.T) {
 	f := newFixture(t, time.Minute)
 	log := &attemptLog{count: map[string]int{}}
-	startWebhooks(t, f, log, []time.Duration{time.Second})
+	startWebhooks(t, f, log.attempt, []time.Duration{time.Second})
 	const orders = 300
 	for i := range orders {
 		createWithCallback(t, f, fmt.Sprintf("o%d", i))
@@ -88,7 +88,7 @@ func TestWebhooksDeliverEachOnce(t *testing.T) {
 func TestWebhooksRetryThenFail(t *testing.T) {
 	f := newFixture(t, time.Minute)
 	log := &attemptLog{count: map[string]int{}, fail: 100}
-	startWebhooks(t, f, log, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond})
+	startWebhooks(t, f, log.attempt, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond})
 	createWithCallback(t, f, "fails")
 	var list []*persistence.Notification
 	deadline := time.Now().Add(5 * time.Second)
@@ -118,4 +118,29 @@ func (l *attemptLog) snapshot() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// A delivery actor that crashes mid-attempt is restarted by its supervisor
+// and delivers the same notification: nothing is lost.
+func TestWebhookDeliveryActorCrashIsRestarted(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	log := &attemptLog{count: map[string]int{}}
+	var crashed sync.Once
+	crashing := func(ctx context.Context, d webhook.Delivery) webhook.Attempt {
+		crashed.Do(func() { panic("receiver client blew up") })
+		return log.attempt(ctx, d)
+	}
+	startWebhooks(t, f, crashing, []time.Duration{time.Hour})
+	createWithCallback(t, f, "crash")
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if list, _ := f.store.Notifications("m1", "crash", 10); len(list) == 1 && list[0].State == persistence.NotifyDelivered {
+			if counts := log.snapshot(); len(counts) != 1 {
+				t.Fatalf("attempts after the crash: %v", counts)
+			}
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatal("the notification was lost with the crashed delivery actor")
 }
