@@ -84,6 +84,11 @@ func run(args []string) int {
 		// Without a limit the heap grows to twice the live data before a
 		// collection; with one, the collector works harder instead.
 		debug.SetMemoryLimit(*memLimit << 20)
+		if _, set := os.LookupEnv("GOGC"); !set {
+			// Collect less often while far below the limit: GC was ~10 %
+			// of a charge's CPU at the default of 100.
+			debug.SetGCPercent(200)
+		}
 	}
 	if *pprofAddr != "" {
 		go func() { logger.Info("pprof", "error", http.ListenAndServe(*pprofAddr, nil)) }()
