@@ -259,6 +259,27 @@ func (n *Node) Members() ([]MemberInfo, error) {
 }
 
 // SelfStatus is one node's own view of raft, for the cluster status.
+// Status is the answer of GET /admin/v1/cluster: the members as the
+// answering node knows them, each with its own report when it answered.
+// The server renders it; gatewayctl and the tests decode it.
+type Status struct {
+	// NodeID is the node that answered; LeaderID the leader it knows.
+	NodeID   string         `json:"node_id"`
+	LeaderID string         `json:"leader_id"`
+	Term     uint64         `json:"term"`
+	Members  []MemberStatus `json:"members"`
+}
+
+// MemberStatus is one member: its configuration and, when it answered,
+// its own raft view.
+type MemberStatus struct {
+	MemberInfo
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+	// Self is the member's own report (nil when unreachable).
+	Self *SelfStatus `json:"self,omitempty"`
+}
+
 type SelfStatus struct {
 	NodeID            string `json:"node_id"`
 	RaftAddr          string `json:"raft_addr"`

@@ -167,7 +167,7 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 		st, err := newLeader.Self(false)
 		// Compacted entries stay readable until their whole segment (64 KiB
 		// here, a few hundred entries) is deleted: go well past it.
-		if err == nil && st.FirstLogIndex > oldSelf.LastLogIndex+400 && st.LastSnapshot > oldSelf.LastLogIndex {
+		if err == nil && st.FirstLogIndex > oldSelf.LastLogIndex+400 && st.LastSnapshotIndex > oldSelf.LastLogIndex {
 			t.Logf("leader's log starts at %d; the killed node's ended at %d", st.FirstLogIndex, oldSelf.LastLogIndex)
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/paygate/gateway/cluster"
 	"io"
 	"net/http"
 	"os"
@@ -156,36 +157,8 @@ func (c *adminClient) do(method, path string, body any) ([]byte, error) {
 	return data, nil
 }
 
-type ctlSelf struct {
-	State             string `json:"state"`
-	Term              uint64 `json:"term"`
-	CommitIndex       uint64 `json:"commit_index"`
-	AppliedIndex      uint64 `json:"applied_index"`
-	LastLogIndex      uint64 `json:"last_log_index"`
-	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
-	Digest            string `json:"digest"`
-}
-
-type ctlMember struct {
-	ID        string   `json:"id"`
-	RaftAddr  string   `json:"raft_addr"`
-	HTTPAddr  string   `json:"http_addr"`
-	Voter     bool     `json:"voter"`
-	Leader    bool     `json:"leader"`
-	Reachable bool     `json:"reachable"`
-	Error     string   `json:"error"`
-	Self      *ctlSelf `json:"self"`
-}
-
-type ctlStatus struct {
-	NodeID   string      `json:"node_id"`
-	LeaderID string      `json:"leader_id"`
-	Term     uint64      `json:"term"`
-	Members  []ctlMember `json:"members"`
-}
-
 func printStatus(w, stderr io.Writer, data []byte) int {
-	var st ctlStatus
+	var st cluster.Status
 	if err := json.Unmarshal(data, &st); err != nil {
 		fmt.Fprintln(stderr, "gatewayctl cluster status: unexpected answer:", err)
 		return 1
@@ -220,7 +193,7 @@ func printStatus(w, stderr io.Writer, data []byte) int {
 
 func printMembers(w, stderr io.Writer, data []byte) int {
 	var out struct {
-		Members []ctlMember `json:"members"`
+		Members []cluster.MemberInfo `json:"members"`
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
 		fmt.Fprintln(stderr, "gatewayctl cluster: unexpected answer:", err)

@@ -3,6 +3,7 @@ package nodetest
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/paygate/gateway/cluster"
 	"io"
 	"net/http"
 	"strconv"
@@ -61,20 +62,7 @@ func (n *Node) Alive() bool {
 }
 
 // SelfStatus is a node's answer to GET /admin/v1/cluster/self.
-type SelfStatus struct {
-	NodeID        string `json:"node_id"`
-	State         string `json:"state"`
-	Term          uint64 `json:"term"`
-	LeaderID      string `json:"leader_id"`
-	CommitIndex   uint64 `json:"commit_index"`
-	AppliedIndex  uint64 `json:"applied_index"`
-	FirstLogIndex uint64 `json:"first_log_index"`
-	LastLogIndex  uint64 `json:"last_log_index"`
-	LastSnapshot  uint64 `json:"last_snapshot_index"`
-	Restores      uint64 `json:"snapshot_restores"`
-	Digest        string `json:"digest"`
-	DigestIndex   uint64 `json:"digest_index"`
-}
+type SelfStatus = cluster.SelfStatus
 
 var adminClient = &http.Client{Timeout: 30 * time.Second}
 
@@ -152,23 +140,10 @@ func (c *Cluster) WaitLeader(not *Node, timeout time.Duration) *Node {
 }
 
 // MemberView is one member of GET /admin/v1/cluster.
-type MemberView struct {
-	ID        string      `json:"id"`
-	RaftAddr  string      `json:"raft_addr"`
-	HTTPAddr  string      `json:"http_addr"`
-	Voter     bool        `json:"voter"`
-	Leader    bool        `json:"leader"`
-	Reachable bool        `json:"reachable"`
-	Self      *SelfStatus `json:"self"`
-}
+type MemberView = cluster.MemberStatus
 
 // ClusterView is GET /admin/v1/cluster.
-type ClusterView struct {
-	NodeID   string       `json:"node_id"`
-	LeaderID string       `json:"leader_id"`
-	Term     uint64       `json:"term"`
-	Members  []MemberView `json:"members"`
-}
+type ClusterView = cluster.Status
 
 // Status asks the node for the cluster status.
 func (n *Node) Status() (*ClusterView, error) {

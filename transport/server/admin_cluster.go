@@ -42,25 +42,6 @@ func (s *Server) clusterAdminRoutes() map[string]AdminHandler {
 	}
 }
 
-// ClusterStatus is the answer of GET /admin/v1/cluster.
-type ClusterStatus struct {
-	// NodeID is the node that answered; LeaderID the leader it knows.
-	NodeID   string         `json:"node_id"`
-	LeaderID string         `json:"leader_id"`
-	Term     uint64         `json:"term"`
-	Members  []MemberStatus `json:"members"`
-}
-
-// MemberStatus is one member: its configuration and, when it answered,
-// its own raft view.
-type MemberStatus struct {
-	cluster.MemberInfo
-	Reachable bool   `json:"reachable"`
-	Error     string `json:"error,omitempty"`
-	// Self is the member's own report (nil when unreachable).
-	Self *cluster.SelfStatus `json:"self,omitempty"`
-}
-
 func (s *Server) clusterStatus(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() {
 		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use GET for the cluster status"))
@@ -74,8 +55,8 @@ func (s *Server) clusterStatus(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	self := c.SelfMember()
-	out := ClusterStatus{NodeID: self.NodeID, LeaderID: c.Route().LeaderID, Term: c.Term(),
-		Members: make([]MemberStatus, len(members))}
+	out := cluster.Status{NodeID: self.NodeID, LeaderID: c.Route().LeaderID, Term: c.Term(),
+		Members: make([]cluster.MemberStatus, len(members))}
 	var wg sync.WaitGroup
 	for i, m := range members {
 		out.Members[i].MemberInfo = m
