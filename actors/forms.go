@@ -164,15 +164,11 @@ func (a *orderActor) formPayment(m *FormPayment) *Reply {
 	if _, out := order.Apply(cur, cmd); out.Reject != nil {
 		return &Reply{Order: cur, Reject: out.Reject}
 	}
-	cardID := a.deps.NewID()
-	sealed, err := a.deps.Vault.SealCard(m.Card, vault.AAD(m.Merchant, cardID))
+	source, sealed, err := a.sealNewCard(m.Merchant, &m.Card, order.PaymentSource{})
 	if err != nil {
 		return &Reply{Err: err}
 	}
-	cmd.Submit = &order.SubmitData{
-		Source:     cardSource(order.PaymentSource{}, &m.Card, cardID, a.deps.Acquirer.CardInfo(m.Card.PAN)),
-		SealedCard: sealed,
-	}
+	cmd.Submit = &order.SubmitData{Source: source, SealedCard: sealed}
 	res, err := a.propose(cmd)
 	if err != nil {
 		return &Reply{Err: err}

@@ -211,13 +211,10 @@ func (a *orderActor) create(m *Create) *Reply {
 		data.Source.TokenExpiresAt = rec.ExpiresAt
 		card = c
 	} else if card != nil {
-		cardID := a.deps.NewID()
-		sealed, err := a.deps.Vault.SealCard(*card, vault.AAD(m.Merchant, cardID))
-		if err != nil {
+		var err error
+		if data.Source, data.SealedCard, err = a.sealNewCard(m.Merchant, card, data.Source); err != nil {
 			return &Reply{Err: err}
 		}
-		data.SealedCard = sealed
-		data.Source = cardSource(data.Source, card, cardID, a.deps.Acquirer.CardInfo(card.PAN))
 	}
 	cmd := &order.Command{
 		Kind: order.KindCreate, Time: now.UnixNano(), Merchant: m.Merchant, OrderID: m.OrderID,
@@ -267,6 +264,18 @@ func (a *orderActor) openCard(merchant, cardID string) (*vault.Card, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// sealNewCard gives a card seen for the first time its id, seals it for the
+// vault (the command carries only the blob) and fills the displayable
+// details on base.
+func (a *orderActor) sealNewCard(merchant string, c *vault.Card, base order.PaymentSource) (order.PaymentSource, []byte, error) {
+	cardID := a.deps.NewID()
+	sealed, err := a.deps.Vault.SealCard(*c, vault.AAD(merchant, cardID))
+	if err != nil {
+		return order.PaymentSource{}, nil, err
+	}
+	return cardSource(base, c, cardID, a.deps.Acquirer.CardInfo(c.PAN)), sealed, nil
 }
 
 // cardSource fills the displayable card details; the PAN itself goes only
