@@ -122,19 +122,31 @@ func (s *Server) serveOp(ctx *fasthttp.RequestCtx, op string, ep endpoint, known
 
 // reply renders an order actor's reply.
 func (s *Server) reply(op string, r any, err error) answer {
-	if err != nil {
-		return answer{err: s.errorFor(op, err)}
-	}
-	rep := r.(*actors.Reply)
+	rep, aerr := s.actorReply(op, r, err)
 	switch {
-	case rep.Err != nil:
-		return answer{err: s.errorFor(op, rep.Err)}
-	case rep.Reject != nil:
-		return answer{err: rejectionError(rep.Reject)}
+	case aerr != nil:
+		return answer{err: aerr}
 	case rep.Raw != nil:
 		return answer{body: rep.Raw}
 	}
 	return answer{body: order.NewView(rep.Order, order.WithTxn, rep.TxnID).Marshal()}
+}
+
+// actorReply unwraps an order actor's answer to a registry request: the
+// reply, or the catalogue error for a failed request, a failure inside the
+// actor or a state-machine rejection.
+func (s *Server) actorReply(op string, r any, err error) (*actors.Reply, *apierr.Error) {
+	if err != nil {
+		return nil, s.errorFor(op, err)
+	}
+	rep := r.(*actors.Reply)
+	switch {
+	case rep.Err != nil:
+		return nil, s.errorFor(op, rep.Err)
+	case rep.Reject != nil:
+		return nil, rejectionError(rep.Reject)
+	}
+	return rep, nil
 }
 
 func (s *Server) charge(c *call, r *api.ChargeRequest) answer {

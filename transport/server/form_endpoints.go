@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
@@ -142,15 +141,9 @@ func (s *Server) initPayment(c *call, r *api.InitPaymentRequest) answer {
 		Form: order.FormData{TokenHash: persistence.SecretHash(token), ExpiresAt: now.Add(s.formTTL()).UnixNano(), Language: lang},
 	}
 	res, err := s.cfg.Registry.Request(actors.Key{Merchant: c.merchant.ID, OrderID: *r.OrderID}, msg, s.cfg.RequestTimeout)
-	if err != nil {
-		return answer{err: s.errorFor("init-payment", err)}
-	}
-	rep := res.(*actors.Reply)
-	switch {
-	case rep.Err != nil:
-		return answer{err: s.errorFor("init-payment", rep.Err)}
-	case rep.Reject != nil:
-		return answer{err: rejectionError(rep.Reject)}
+	rep, aerr := s.actorReply("init-payment", res, err)
+	if aerr != nil {
+		return answer{err: aerr}
 	}
 	o := rep.Order
 	// A repeated request answers the stored order: its token derives from
@@ -162,7 +155,11 @@ func (s *Server) initPayment(c *call, r *api.InitPaymentRequest) answer {
 	a := initPaymentAnswer{OrderID: o.ID, Amount: o.Amount, Currency: o.Currency, Status: o.Status,
 		SubscriptionID: o.SubscriptionID}
 	a.PaymentForm.FormURL = s.cfg.Forms.URL + purchasePrefix + token
-	return answer{body: marshalJSON(a)}
+	body, err := marshalJSON(a)
+	if err != nil {
+		return answer{err: s.errorFor("init-payment", err)}
+	}
+	return answer{body: body}
 }
 
 // servePages serves the unsigned pages and the form's own calls under
@@ -429,19 +426,10 @@ func allowMethod(ctx *fasthttp.RequestCtx, method string) bool {
 func writePageJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
-	writeRaw(ctx, status, marshalJSON(v))
+	writeJSON(ctx, status, v)
 }
 
 func writePageError(ctx *fasthttp.RequestCtx, e *apierr.Error) {
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	writeError(ctx, e)
-}
-
-func marshalJSON(v any) []byte {
-	b, err := json.Marshal(v, json.Deterministic(true))
-	if err != nil {
-		// Plain structs of strings and numbers: this cannot fail.
-		panic("server: marshal page answer: " + err.Error())
-	}
-	return b
 }

@@ -218,8 +218,15 @@ func rejectionError(r *order.Rejection) *apierr.Error {
 	return apierr.New(code, r.Attribute, r.Message)
 }
 
+// marshalJSON encodes an answer with sorted map keys. Answers are plain
+// structs, maps and strings, so it does not fail in practice; if it ever
+// does, the caller answers 5.03.
+func marshalJSON(v any) ([]byte, error) {
+	return json.Marshal(v, json.Deterministic(true))
+}
+
 func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
-	b, err := json.Marshal(v, json.Deterministic(true))
+	b, err := marshalJSON(v)
 	if err != nil {
 		status, b = 500, []byte(`{"error":{"code":"5.03","messages":{"server":["internal error"]}}}`)
 	}
