@@ -240,10 +240,7 @@ func writeRaw(ctx *fasthttp.RequestCtx, status int, body []byte) {
 }
 
 func writeError(ctx *fasthttp.RequestCtx, e *apierr.Error) {
-	if e.Code == apierr.RateLimited {
-		ctx.Response.Header.Set("Retry-After", "1")
-	}
-	if e.Code == apierr.Unavailable {
+	if e.Code == apierr.RateLimited || e.Code == apierr.Unavailable {
 		ctx.Response.Header.Set("Retry-After", "1")
 	}
 	writeJSON(ctx, e.Code.HTTP, e.Body())
