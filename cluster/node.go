@@ -69,6 +69,9 @@ type Node struct {
 	wal       *raftwal.WAL
 	transport *raft.NetworkTransport // nil when Config.Transport was given
 	commitLat *metrics.PrometheusHistogram
+	// entryCommands is how many commands each proposed entry packed.
+	entryCommands *metrics.Histogram
+	collector     *collector
 	// hadState is whether the data dir held raft state when it started.
 	hadState bool
 	// readyTerm is the term in which this node, as leader, has applied
@@ -171,54 +174,21 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 			return nil, fmt.Errorf("bootstrap: %w", err)
 		}
 	}
-	return &Node{
+	n := &Node{
 		cfg: cfg, Raft: r, FSM: fsm, wal: wal, transport: netTrans, hadState: hasState,
-		commitLat: metrics.GetOrCreatePrometheusHistogram(`gateway_raft_commit_seconds`),
-	}, nil
+		commitLat:     metrics.GetOrCreatePrometheusHistogram(`gateway_raft_commit_seconds`),
+		entryCommands: metrics.GetOrCreateHistogram(`gateway_raft_entry_commands`),
+	}
+	n.collector = newCollector(n)
+	go n.collector.run()
+	return n, nil
 }
 
 // Propose replicates one command and returns its applied result. A nil
 // error means the command is committed in the log and applied locally.
+// Concurrent proposals share log entries (proposer.go).
 func (n *Node) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
-	res, err := n.ProposeBatch(ctx, []persistence.Cmd{*cmd})
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	return res[0], nil
-}
-
-// ProposeBatch replicates several commands as one log entry.
-func (n *Node) ProposeBatch(ctx context.Context, cmds []persistence.Cmd) ([]persistence.Result, error) {
-	data, err := EncodeEntry(cmds)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	timeout := n.cfg.ApplyTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-	}
-	f := n.Raft.Apply(data, timeout)
-	// raft's timeout bounds only the enqueueing: an entry enqueued just
-	// before raft shuts down is never answered, and one on a leader cut off
-	// from its quorum waits for the step-down. ctx bounds the whole wait;
-	// past it the outcome is unknown, which ErrNoLeader already says.
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return nil, leaderErr(err)
-		}
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: not committed within the deadline (it may still commit): %v", ErrNoLeader, ctx.Err())
-	}
-	n.commitLat.UpdateDuration(start)
-	res, ok := f.Response().([]persistence.Result)
-	if !ok || len(res) != len(cmds) {
-		return nil, fmt.Errorf("cluster: unexpected apply response %T", f.Response())
-	}
-	return res, nil
+	return n.collector.propose(ctx, cmd)
 }
 
 // IsLeader reports whether this node is the leader.
@@ -263,6 +233,7 @@ func (n *Node) Barrier(timeout time.Duration) error {
 
 // Shutdown stops raft and closes the log.
 func (n *Node) Shutdown() error {
+	n.collector.close()
 	err := n.Raft.Shutdown().Error()
 	if n.transport != nil {
 		n.transport.Close()

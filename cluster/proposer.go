@@ -1,0 +1,173 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/paygate/gateway/persistence"
+)
+
+// Group commit at the entry level: concurrent proposals from many order
+// actors are packed into one Raft log entry. Raft already batches entries
+// into one fsynced append, but every entry still costs a future, a trip
+// through the leader loop, its own encoding in the log and in every
+// AppendEntries RPC, and a decode on each replica. Packing several commands
+// per entry amortises all of that.
+//
+// The collector keeps at most entriesInFlight entries between raft.Apply
+// and their applied answer. While those are in flight new proposals queue
+// up, and the next entry takes all of them (up to maxEntryCommands): the
+// busier the node, the fuller the entries. A lone proposal on an idle node
+// goes out at once, so packing adds no latency when there is nothing to pack.
+const (
+	entriesInFlight  = 4
+	maxEntryCommands = 256
+	proposalQueueLen = 4096
+)
+
+// proposal is one command waiting for its entry.
+type proposal struct {
+	ctx  context.Context
+	cmd  persistence.Cmd
+	done chan proposalAnswer // buffered: the answerer never blocks
+}
+
+type proposalAnswer struct {
+	res persistence.Result
+	err error
+}
+
+// collector owns the packing loop of one node.
+type collector struct {
+	node  *Node
+	queue chan *proposal
+	slots chan struct{} // one token per entry in flight
+	stop  chan struct{}
+	once  sync.Once
+}
+
+// close stops the loop; proposals not yet answered get ErrNoLeader.
+func (c *collector) close() { c.once.Do(func() { close(c.stop) }) }
+
+func newCollector(n *Node) *collector {
+	return &collector{
+		node:  n,
+		queue: make(chan *proposal, proposalQueueLen),
+		slots: make(chan struct{}, entriesInFlight),
+		stop:  make(chan struct{}),
+	}
+}
+
+// propose queues cmd and waits for its result or ctx's end.
+func (c *collector) propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+	p := &proposal{ctx: ctx, cmd: *cmd, done: make(chan proposalAnswer, 1)}
+	select {
+	case c.queue <- p:
+	case <-ctx.Done():
+		return persistence.Result{}, fmt.Errorf("%w: not proposed within the deadline: %v", ErrNoLeader, ctx.Err())
+	case <-c.stop:
+		return persistence.Result{}, fmt.Errorf("%w: %v", ErrNoLeader, raft.ErrRaftShutdown)
+	}
+	select {
+	case a := <-p.done:
+		return a.res, a.err
+	case <-ctx.Done():
+		// Past the deadline the outcome is unknown, which ErrNoLeader says.
+		return persistence.Result{}, fmt.Errorf("%w: not committed within the deadline (it may still commit): %v", ErrNoLeader, ctx.Err())
+	case <-c.stop:
+		return persistence.Result{}, fmt.Errorf("%w: shut down before the answer (it may have committed): %v", ErrNoLeader, raft.ErrRaftShutdown)
+	}
+}
+
+func (c *collector) run() {
+	for {
+		var first *proposal
+		select {
+		case first = <-c.queue:
+		case <-c.stop:
+			return
+		}
+		// Wait for a free slot before packing: proposals arriving meanwhile
+		// join this entry.
+		select {
+		case c.slots <- struct{}{}:
+		case <-c.stop:
+			first.done <- proposalAnswer{err: fmt.Errorf("%w: %v", ErrNoLeader, raft.ErrRaftShutdown)}
+			return
+		}
+		batch := c.take(first)
+		if len(batch) == 0 {
+			<-c.slots
+			continue
+		}
+		c.send(batch)
+	}
+}
+
+// take packs first and whatever else is queued, dropping proposals whose
+// caller has already given up (they are answered, never proposed).
+func (c *collector) take(first *proposal) []*proposal {
+	batch := make([]*proposal, 0, 8)
+	add := func(p *proposal) {
+		if err := p.ctx.Err(); err != nil {
+			p.done <- proposalAnswer{err: fmt.Errorf("%w: not proposed within the deadline: %v", ErrNoLeader, err)}
+			return
+		}
+		batch = append(batch, p)
+	}
+	add(first)
+	for len(batch) < maxEntryCommands {
+		select {
+		case p := <-c.queue:
+			add(p)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// send proposes batch as one entry; a goroutine answers every proposal of
+// it once raft has applied it, and frees the slot.
+func (c *collector) send(batch []*proposal) {
+	cmds := make([]persistence.Cmd, len(batch))
+	for i, p := range batch {
+		cmds[i] = p.cmd
+	}
+	fail := func(err error) {
+		for _, p := range batch {
+			p.done <- proposalAnswer{err: err}
+		}
+		<-c.slots
+	}
+	data, err := EncodeEntry(cmds)
+	if err != nil {
+		fail(err)
+		return
+	}
+	start := time.Now()
+	f := c.node.Raft.Apply(data, c.node.cfg.ApplyTimeout)
+	go func() {
+		// raft's timeout bounds only the enqueueing; every caller's own
+		// context bounds its wait (propose).
+		if err := f.Error(); err != nil {
+			fail(leaderErr(err))
+			return
+		}
+		c.node.commitLat.UpdateDuration(start)
+		res, ok := f.Response().([]persistence.Result)
+		if !ok || len(res) != len(batch) {
+			fail(fmt.Errorf("cluster: unexpected apply response %T", f.Response()))
+			return
+		}
+		for i, p := range batch {
+			p.done <- proposalAnswer{res: res[i]}
+		}
+		c.node.entryCommands.Update(float64(len(batch)))
+		<-c.slots
+	}()
+}

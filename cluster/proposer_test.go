@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paygate/gateway/persistence"
+)
+
+// Concurrent proposals share log entries, and each proposer still gets the
+// result of its own command: 200 creates from 50 goroutines, each answered
+// with its own order, in fewer entries than commands.
+func TestProposalsSharePackedEntries(t *testing.T) {
+	h := newHarness(t, harnessOptions{seed: testSeed(t), nodes: 1})
+	_, leader := h.leader()
+	first := leader.Raft.LastIndex()
+
+	const workers, each = 50, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				oid := fmt.Sprintf("pack-%d-%d", w, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				res, err := leader.Propose(ctx, &persistence.Cmd{Order: createCmd(oid, "txn-"+oid)})
+				cancel()
+				switch {
+				case err != nil:
+					errs <- err
+				case res.Order == nil || res.Order.ID != oid || !res.Outcome.Created:
+					errs <- fmt.Errorf("%s got %+v", oid, res)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	entries := leader.Raft.LastIndex() - first
+	t.Logf("%d commands in %d entries", workers*each, entries)
+	if entries >= workers*each {
+		t.Fatalf("%d commands took %d entries: nothing was packed", workers*each, entries)
+	}
+}
+
+// A caller that gave up before its command was packed is answered with
+// ErrNoLeader and its command is never proposed.
+func TestCancelledProposalIsNotProposed(t *testing.T) {
+	h := newHarness(t, harnessOptions{seed: testSeed(t), nodes: 1})
+	_, leader := h.leader()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := leader.Propose(ctx, &persistence.Cmd{Order: createCmd("gone", "txn-gone")})
+	if err == nil {
+		t.Fatal("a cancelled proposal succeeded")
+	}
+	h.nodes[0].with(func(_ *Node, store *persistence.Store) {
+		if o, _ := store.GetOrder(testMerchant, "gone"); o != nil {
+			t.Fatalf("the cancelled command was applied: %+v", o)
+		}
+	})
+}
