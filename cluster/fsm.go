@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"github.com/go-json-experiment/json"
 	"github.com/hashicorp/raft"
 
 	"github.com/paygate/gateway/persistence"
@@ -48,11 +47,6 @@ func NewFSM(store *persistence.Store, logger *slog.Logger) (*FSM, error) {
 // AppliedIndex is the last log index applied to the store.
 func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
 
-// EncodeEntry encodes the commands of one log entry.
-func EncodeEntry(cmds []persistence.Cmd) ([]byte, error) {
-	return json.Marshal(cmds)
-}
-
 // Apply implements raft.FSM.
 func (f *FSM) Apply(l *raft.Log) any {
 	return f.ApplyBatch([]*raft.Log{l})[0]
@@ -72,8 +66,8 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		if l.Index <= applied || l.Type != raft.LogCommand {
 			continue
 		}
-		var cmds []persistence.Cmd
-		if err := json.Unmarshal(l.Data, &cmds); err != nil {
+		cmds, err := DecodeEntry(l.Data) // entry.go
+		if err != nil {
 			// Every replica fails to decode the same bytes the same way.
 			out[i] = []persistence.Result{{Err: fmt.Errorf("decode log entry %d: %w", l.Index, err)}}
 			continue

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -56,6 +57,8 @@ type Batch struct {
 	// commands of the same Raft batch read earlier ones' writes. A plain map
 	// is much cheaper than an indexed Pebble batch on the hot path.
 	written map[string][]byte
+	// orderBuf is putOrder's scratch encoding buffer.
+	orderBuf []byte
 }
 
 // Get reads through the batch: its own writes, then the store.
@@ -102,7 +105,7 @@ func (b *Batch) getOrder(merchant, id string) (*order.Order, error) {
 	if o := b.s.orders.get(key); o != nil {
 		return o, nil
 	}
-	o, err := getJSON[order.Order](b, key)
+	o, err := readOrder(b, key)
 	if o != nil {
 		b.s.orders.put(key, o)
 	}
@@ -201,7 +204,10 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 // auto-settle schedule, and the form and 3-D Secure indexes (forms.go).
 func (b *Batch) putOrder(cur, next *order.Order) {
 	key := orderKey(next.Merchant, next.ID)
-	b.putJSON(key, next)
+	// Encoded into the batch's scratch buffer, then copied once at its
+	// exact size: b.written keeps the value until the batch ends.
+	b.orderBuf = order.AppendOrder(b.orderBuf[:0], next)
+	b.set(key, bytes.Clone(b.orderBuf))
 	b.orders[string(key)] = next
 	pk := refKey(prefixPending, next.Merchant, next.ID)
 	if next.Pending.Due() {

@@ -20,7 +20,7 @@ import (
 // Key prefixes. One byte each so scans are cheap and the layout is obvious.
 const (
 	prefixMeta     = "a/" // a/applied: last applied Raft index
-	prefixOrder    = "o/" // o/<merchant>\x00<order_id> → order JSON
+	prefixOrder    = "o/" // o/<merchant>\x00<order_id> → order, binary (order.AppendOrder; legacy: JSON)
 	prefixMerchant = "m/" // m/<merchant_id> → Merchant JSON
 	prefixCard     = "c/" // c/<card_id> → vault blob (PAN sealed, never a CVV)
 	prefixToken    = "t/" // t/<payment_token> → TokenRecord JSON
@@ -149,7 +149,35 @@ func (s *Store) GetOrder(merchant, id string) (*order.Order, error) {
 	if o := s.orders.get(key); o != nil {
 		return o, nil
 	}
-	return getJSON[order.Order](s.db, key)
+	return readOrder(s.db, key)
+}
+
+// readOrder reads and decodes a stored order, or returns nil when absent.
+func readOrder(r reader, key []byte) (*order.Order, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return decodeOrderValue(v) // copies: v is Pebble's buffer
+}
+
+// decodeOrderValue decodes a stored order value: the binary encoding
+// (order.AppendOrder, whose version byte is never '{') or, in data dirs
+// written before it, JSON. Old JSON values are rewritten in binary the
+// next time their order changes.
+func decodeOrderValue(v []byte) (*order.Order, error) {
+	if len(v) > 0 && v[0] == '{' {
+		var o order.Order
+		if err := json.Unmarshal(v, &o); err != nil {
+			return nil, fmt.Errorf("decode legacy JSON order: %w", err)
+		}
+		return &o, nil
+	}
+	return order.DecodeOrder(v)
 }
 
 // CachedOrder returns the order only if it is in the cache: a cheap check
