@@ -68,9 +68,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		cmds, err := DecodeEntry(l.Data) // entry.go
 		if err != nil {
-			// Every replica fails to decode the same bytes the same way.
-			out[i] = []persistence.Result{{Err: fmt.Errorf("decode log entry %d: %w", l.Index, err)}}
-			continue
+			// A committed entry this binary cannot read (one written by a
+			// newer version, or a codec bug) holds acknowledged money
+			// changes: skipping it would silently diverge from the replicas
+			// that can. Stop this replica instead; an upgraded binary
+			// replays the entry on restart.
+			panic(fmt.Sprintf("cluster: cannot decode committed log entry %d (upgrade this node?): %v", l.Index, err))
 		}
 		results := make([]persistence.Result, len(cmds))
 		for j := range cmds {

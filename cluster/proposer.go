@@ -160,6 +160,10 @@ func (c *collector) send(batch []*proposal) {
 		}
 		c.node.commitLat.UpdateDuration(start)
 		res, ok := f.Response().([]persistence.Result)
+		if ok && len(res) == 1 && len(batch) > 1 && res[0].Err != nil {
+			fail(res[0].Err) // the entry as a whole failed
+			return
+		}
 		if !ok || len(res) != len(batch) {
 			fail(fmt.Errorf("cluster: unexpected apply response %T", f.Response()))
 			return
