@@ -78,6 +78,7 @@ type Node struct {
 	// every entry committed before its term (readindex.go).
 	readyTerm atomic.Uint64
 	barrierMu sync.Mutex
+	verify    leaderVerifier
 }
 
 // Start opens the raft log and joins or bootstraps the cluster.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -65,16 +67,56 @@ func (n *Node) LeaderBarrier(ctx context.Context) error {
 }
 
 // verifyLeader confirms leadership with a quorum, bounded by ctx.
+// Concurrent reads share confirmations: a read joins the next round that
+// starts after it arrived (a round in flight may have begun before it, so
+// it cannot count), and one VerifyLeader answers the whole round. Under
+// load that is one heartbeat round per batch of reads instead of one per
+// read, with the same guarantee.
 func (n *Node) verifyLeader(ctx context.Context) error {
-	f := n.Raft.VerifyLeader()
 	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
+	v := &n.verify
+	v.mu.Lock()
+	v.waiting = append(v.waiting, done)
+	if !v.running {
+		v.running = true
+		go n.verifyRounds()
+	}
+	v.mu.Unlock()
 	select {
 	case err := <-done:
-		return leaderErr(err)
+		return err
 	case <-ctx.Done():
 		return fmt.Errorf("%w: leadership not confirmed: %v", ErrNoLeader, ctx.Err())
 	}
+}
+
+// verifyRounds runs rounds until no read is waiting.
+func (n *Node) verifyRounds() {
+	v := &n.verify
+	for {
+		v.mu.Lock()
+		round := v.waiting
+		v.waiting = nil
+		if len(round) == 0 {
+			v.running = false
+			v.mu.Unlock()
+			return
+		}
+		v.mu.Unlock()
+		v.rounds.Add(1)
+		err := leaderErr(n.Raft.VerifyLeader().Error())
+		for _, done := range round {
+			done <- err
+		}
+	}
+}
+
+// verifyRounds' state: the reads waiting for the next round.
+type leaderVerifier struct {
+	mu      sync.Mutex
+	waiting []chan error
+	running bool
+	rounds  atomic.Uint64 // VerifyLeader calls made
 }
 
 // leaderErr maps raft's "not leader" family to ErrNoLeader.

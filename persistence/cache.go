@@ -3,6 +3,7 @@ package persistence
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/paygate/gateway/order"
 )
@@ -24,16 +25,23 @@ const cacheShards = 32
 
 type cacheShard struct {
 	mu   sync.RWMutex
-	m    map[string]*order.Order
+	m    map[string]*cachedOrder
 	ring []string // FIFO eviction order
 	next int
+}
+
+// cachedOrder is one order version and, once a status read asked for it,
+// its rendering: an order version never changes, so neither does its view.
+type cachedOrder struct {
+	o          *order.Order
+	statusJSON atomic.Pointer[[]byte]
 }
 
 func newOrderCache(capacity int) *orderCache {
 	c := &orderCache{seed: maphash.MakeSeed()}
 	per := max(capacity/cacheShards, 1)
 	for i := range c.shards {
-		c.shards[i].m = make(map[string]*order.Order, per)
+		c.shards[i].m = make(map[string]*cachedOrder, per)
 		c.shards[i].ring = make([]string, per)
 	}
 	return c
@@ -44,19 +52,27 @@ func (c *orderCache) shard(key []byte) *cacheShard {
 }
 
 func (c *orderCache) get(key []byte) *order.Order {
+	if e := c.entry(key); e != nil {
+		return e.o
+	}
+	return nil
+}
+
+func (c *orderCache) entry(key []byte) *cachedOrder {
 	s := c.shard(key)
 	s.mu.RLock()
-	o := s.m[string(key)]
+	e := s.m[string(key)]
 	s.mu.RUnlock()
-	return o
+	return e
 }
 
 func (c *orderCache) put(key []byte, o *order.Order) {
+	e := &cachedOrder{o: o}
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.m[string(key)]; ok {
-		s.m[string(key)] = o
+		s.m[string(key)] = e
 		return
 	}
 	k := string(key)
@@ -65,7 +81,7 @@ func (c *orderCache) put(key []byte, o *order.Order) {
 	}
 	s.ring[s.next] = k
 	s.next = (s.next + 1) % len(s.ring)
-	s.m[k] = o
+	s.m[k] = e
 }
 
 func (c *orderCache) clear() {

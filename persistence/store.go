@@ -180,6 +180,27 @@ func decodeOrderValue(v []byte) (*order.Order, error) {
 	return order.DecodeOrder(v)
 }
 
+// OrderStatusJSON returns the order's status view (every transaction), or
+// nil when the order does not exist. A cached order version is rendered
+// once and the bytes are shared by every later read of that version:
+// callers must not modify them.
+func (s *Store) OrderStatusJSON(merchant, id string) ([]byte, error) {
+	key := orderKey(merchant, id)
+	if e := s.orders.entry(key); e != nil {
+		if v := e.statusJSON.Load(); v != nil {
+			return *v, nil
+		}
+		v := order.NewView(e.o, order.WithAllTxns, "").Marshal()
+		e.statusJSON.Store(&v)
+		return v, nil
+	}
+	o, err := s.GetOrder(merchant, id)
+	if o == nil || err != nil {
+		return nil, err
+	}
+	return order.NewView(o, order.WithAllTxns, "").Marshal(), nil
+}
+
 // CachedOrder returns the order only if it is in the cache: a cheap check
 // that never reads Pebble.
 func (s *Store) CachedOrder(merchant, id string) *order.Order {

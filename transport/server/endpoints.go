@@ -218,14 +218,14 @@ func (s *Server) operate(c *call, kind order.Kind, orderID string, amount int64,
 // status reads the applied state directly: reads never go through the log.
 // They are linearizable because forward runs the leader's read barrier first.
 func (s *Server) status(c *call, r *api.StatusRequest) answer {
-	o, err := s.cfg.Store.GetOrder(c.merchant.ID, *r.OrderID)
+	body, err := s.cfg.Store.OrderStatusJSON(c.merchant.ID, *r.OrderID)
 	if err != nil {
 		return answer{err: s.errorFor("status", err)}
 	}
-	if o == nil {
+	if body == nil {
 		return answer{err: apierr.New(apierr.NotFound, "order_id", "order not found")}
 	}
-	return answer{body: order.NewView(o, order.WithAllTxns, "").Marshal()}
+	return answer{body: body}
 }
 
 func deref(p *string) string {

@@ -68,3 +68,36 @@ func TestCancelledProposalIsNotProposed(t *testing.T) {
 		}
 	})
 }
+
+// Concurrent linearizable reads share leadership confirmations: 200 reads
+// from 50 goroutines on a three-node cluster all pass, with fewer quorum
+// rounds than reads.
+func TestReadBarriersShareRounds(t *testing.T) {
+	h := newHarness(t, harnessOptions{seed: testSeed(t)})
+	_, leader := h.leader()
+	before := leader.verify.rounds.Load()
+	const workers, each = 50, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				errs <- leader.ReadBarrier(ctx)
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	rounds := leader.verify.rounds.Load() - before
+	t.Logf("%d reads confirmed by %d rounds", workers*each, rounds)
+	if rounds == 0 || rounds >= workers*each {
+		t.Fatalf("%d reads took %d rounds", workers*each, rounds)
+	}
+}
