@@ -1,0 +1,67 @@
+package persistence
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/paygate/gateway/order"
+)
+
+// The memoised status rendering is the order's view, for the version the
+// cache holds now: after a change the next read renders the new version;
+// an order read from Pebble (not cached) renders the same bytes; an order
+// that does not exist has none.
+func TestOrderStatusJSONFollowsVersions(t *testing.T) {
+	dir := t.TempDir()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := Open(dir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	apply := func(idx uint64, c *Cmd) *order.Order {
+		t.Helper()
+		b := s.NewBatch()
+		defer b.Close()
+		res := b.Apply(c)
+		if err := b.Commit(idx); err != nil {
+			t.Fatal(err)
+		}
+		return res.Order
+	}
+	view := func(o *order.Order) []byte { return order.NewView(o, order.WithAllTxns, "").Marshal() }
+	read := func() []byte {
+		t.Helper()
+		v, err := s.OrderStatusJSON("m1", "o1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	created := apply(1, walletCreate("o1", "h1", ""))
+	first := read()
+	if !bytes.Equal(first, view(created)) || !bytes.Equal(read(), first) {
+		t.Fatalf("created order: %s", first)
+	}
+	authorised := apply(2, &Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: 2, Merchant: "m1",
+		OrderID: "o1", TxnID: "t-o1", Outcome: &order.OutcomeData{Approved: true, AuthCode: "A1"}}})
+	if got := read(); !bytes.Equal(got, view(authorised)) || bytes.Equal(got, first) {
+		t.Fatalf("after the change the old rendering was served: %s", got)
+	}
+
+	if err := s.Close(); err != nil { // empties the cache
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, logger); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); !bytes.Equal(got, view(authorised)) {
+		t.Fatalf("order from Pebble: %s", got)
+	}
+	if v, err := s.OrderStatusJSON("m1", "missing"); v != nil || err != nil {
+		t.Fatalf("missing order: %s %v", v, err)
+	}
+}
