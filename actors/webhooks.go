@@ -18,7 +18,7 @@ import (
 
 // NotifyStore is what webhook delivery reads from the store.
 type NotifyStore interface {
-	DueNotifications(now int64, limit int) ([]*persistence.Notification, error)
+	DueNotifications(now int64, limit int, skip func(id string) bool) ([]*persistence.Notification, error)
 	PendingNotificationCount() (int, error)
 }
 
@@ -59,7 +59,14 @@ type Webhooks struct {
 	supervisor *actor.PID
 	wake       chan struct{}
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// running is set while Run runs (this node leads): only then does
+	// Offer take notifications.
+	running bool
+	// fresh are notifications just committed, offered by the FSM: due now,
+	// handed out without scanning the outbox.
+	fresh    []*persistence.Notification
+	offered  chan struct{}
 	inflight map[string]time.Time // notification id → lease end
 	// done remembers when each attempt's result was committed. A scan that
 	// started before that read the outbox too early: its view of the
@@ -89,7 +96,8 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 		cfg.AttemptTimeout = 15 * time.Second
 	}
 	w := &Webhooks{
-		cfg: cfg, system: system, wake: make(chan struct{}, 1), inflight: map[string]time.Time{},
+		cfg: cfg, system: system, wake: make(chan struct{}, 1), offered: make(chan struct{}, 1),
+		inflight: map[string]time.Time{},
 		done: map[string]time.Time{},
 		m: webhookMetrics{
 			delivered: metrics.GetOrCreateCounter(`gateway_webhook_delivered_total`),
@@ -107,10 +115,34 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 	return w
 }
 
-// Wake asks for an immediate scan (new notifications were committed).
+// Wake asks for an immediate scan of the outbox (a redelivery was
+// committed).
 func (w *Webhooks) Wake() {
 	select {
 	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// freshLimit bounds the notifications waiting in memory for the dispatcher;
+// past it they wait in the outbox for the next scan.
+const freshLimit = 10_000
+
+// Offer hands over notifications the FSM just committed. They are due at
+// once, so the dispatcher sends them without scanning the outbox: under a
+// backlog a scan walks the whole queue, and scanning on every commit cost
+// more than the deliveries. It runs on the FSM goroutine and never blocks;
+// on a follower (not running) it does nothing, the outbox has them.
+func (w *Webhooks) Offer(created []*persistence.Notification) {
+	w.mu.Lock()
+	if !w.running || len(w.fresh) >= freshLimit {
+		w.mu.Unlock()
+		return
+	}
+	w.fresh = append(w.fresh, created...)
+	w.mu.Unlock()
+	select {
+	case w.offered <- struct{}{}:
 	default:
 	}
 }
@@ -121,23 +153,62 @@ func (w *Webhooks) Run(ctx context.Context) {
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider)))
 	w.supervisor = w.system.Root.Spawn(props)
 	defer w.system.Root.Stop(w.supervisor)
+	w.setRunning(true)
+	defer w.setRunning(false)
 	t := time.NewTicker(w.cfg.Poll)
 	defer t.Stop()
 	for {
 		w.dispatchDue()
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.wake:
-		case <-t.C:
+		for scan := false; !scan; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.offered:
+				w.dispatchFresh()
+			case <-w.wake:
+				scan = true
+			case <-t.C:
+				scan = true
+			}
 		}
+	}
+}
+
+func (w *Webhooks) setRunning(on bool) {
+	w.mu.Lock()
+	w.running = on
+	w.fresh = nil
+	w.mu.Unlock()
+}
+
+// dispatchFresh hands out the offered notifications.
+func (w *Webhooks) dispatchFresh() {
+	now := w.cfg.Now()
+	lease := now.Add(w.cfg.AttemptTimeout + webhookLeaseSlack)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fresh := w.fresh
+	w.fresh = nil
+	for _, n := range fresh {
+		if w.busy(n.ID, now, now) {
+			continue
+		}
+		w.inflight[n.ID] = lease
+		w.system.Root.Send(w.supervisor, n)
 	}
 }
 
 func (w *Webhooks) dispatchDue() {
 	scanStart := time.Now()
 	now := w.cfg.Now()
-	due, err := w.cfg.Store.DueNotifications(now.UnixNano(), dueBatchNotifications)
+	// Leased notifications are skipped during the scan, so they are not
+	// even loaded; the check is repeated under the lock below, where it
+	// decides.
+	due, err := w.cfg.Store.DueNotifications(now.UnixNano(), dueBatchNotifications, func(id string) bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.busy(id, now, scanStart)
+	})
 	if err != nil {
 		w.cfg.Logger.Error("scan outbox", "error", err)
 		return
@@ -151,10 +222,7 @@ func (w *Webhooks) dispatchDue() {
 		}
 	}
 	for _, n := range due {
-		if end, ok := w.inflight[n.ID]; ok && now.Before(end) {
-			continue
-		}
-		if _, stale := w.done[n.ID]; stale {
+		if w.busy(n.ID, now, scanStart) {
 			continue
 		}
 		w.inflight[n.ID] = lease
@@ -162,12 +230,26 @@ func (w *Webhooks) dispatchDue() {
 	}
 }
 
+// busy reports whether a notification must not be handed out now: it is
+// leased to an attempt, or its attempt's result was committed after the
+// scan that started at scanStart began (the scan's view of it is stale).
+// Call with w.mu held.
+func (w *Webhooks) busy(id string, now, scanStart time.Time) bool {
+	if end, ok := w.inflight[id]; ok && now.Before(end) {
+		return true
+	}
+	at, done := w.done[id]
+	return done && !at.Before(scanStart)
+}
+
 func (w *Webhooks) release(id string) {
 	w.mu.Lock()
 	delete(w.inflight, id)
 	w.done[id] = time.Now()
 	w.mu.Unlock()
-	w.Wake() // a slot is free, and a retry may be due at once
+	// No scan now: the endpoint actor queues its own deliveries, and a
+	// retry is due no sooner than the first retry delay, which the poll
+	// interval divides.
 }
 
 // endpointKey groups deliveries by where they go.
@@ -210,25 +292,39 @@ func (s *webhookSupervisor) Receive(ctx actor.Context) {
 // endpointActor bounds how many deliveries to one endpoint run at once, so
 // a slow or dead endpoint holds its own slots and no one else's.
 type endpointActor struct {
-	w       *Webhooks
-	queue   []*persistence.Notification
-	running map[string]string // delivery actor id → notification id
+	w     *Webhooks
+	queue []*persistence.Notification
+	// sending holds the slots: delivery actors whose request to the
+	// endpoint is under way. A slot is freed as soon as the request ends,
+	// before its result is committed: the bound is on the merchant's
+	// server, and a commit does not load it.
+	sending map[string]bool // delivery actor id
+	// leased maps every live delivery actor to its notification; the lease
+	// is released when the actor ends (its result committed, or given up).
+	leased map[string]string // delivery actor id → notification id
 }
 
-type attemptDone struct{}
+// attemptSent tells the endpoint actor that a delivery actor's request has
+// ended and its slot is free.
+type attemptSent struct{ id string }
 
 func (e *endpointActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		e.running = map[string]string{}
+		e.sending, e.leased = map[string]bool{}, map[string]string{}
 	case *persistence.Notification:
 		e.queue = append(e.queue, m)
 		e.fill(ctx)
+	case attemptSent:
+		delete(e.sending, m.id)
+		e.fill(ctx)
 	case *actor.Terminated:
 		// A delivery actor finished, or gave up after its restarts: free
-		// its slot. Its lease makes the dispatcher retry a lost one.
-		if id, ok := e.running[m.Who.Id]; ok {
-			delete(e.running, m.Who.Id)
+		// its slot if it still held one. Its lease makes the dispatcher
+		// retry a lost one.
+		delete(e.sending, m.Who.Id)
+		if id, ok := e.leased[m.Who.Id]; ok {
+			delete(e.leased, m.Who.Id)
 			e.w.release(id)
 		}
 		e.fill(ctx)
@@ -243,12 +339,13 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 }
 
 func (e *endpointActor) fill(ctx actor.Context) {
-	for len(e.running) < e.w.cfg.PerEndpoint && len(e.queue) > 0 {
+	for len(e.sending) < e.w.cfg.PerEndpoint && len(e.queue) > 0 {
 		n := e.queue[0]
 		e.queue = e.queue[1:]
 		props := actor.PropsFromProducer(func() actor.Actor { return &deliveryActor{w: e.w, n: n} })
 		pid := ctx.Spawn(props)
-		e.running[pid.Id] = n.ID
+		e.sending[pid.Id] = true
+		e.leased[pid.Id] = n.ID
 	}
 }
 
@@ -264,12 +361,15 @@ func (d *deliveryActor) Receive(ctx actor.Context) {
 	if _, ok := ctx.Message().(*actor.Started); !ok {
 		return
 	}
-	d.w.attempt(d.n)
+	upd := d.w.send(d.n)
+	ctx.Send(ctx.Parent(), attemptSent{id: ctx.Self().Id})
+	d.w.commit(d.n, upd)
 	ctx.Stop(ctx.Self())
 }
 
-// attempt sends n once and replicates the result with the next due time.
-func (w *Webhooks) attempt(n *persistence.Notification) {
+// send makes one attempt at n and returns its result with the next due
+// time, to be replicated.
+func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
 	upd := &persistence.NotifyUpdate{ID: n.ID}
 	pk, sk, ok := w.cfg.Keys(n.Merchant)
 	start := w.cfg.Now()
@@ -288,6 +388,11 @@ func (w *Webhooks) attempt(n *persistence.Notification) {
 		upd.NextDueAt = NextAttemptAt(n, start, w.cfg.RetryDelays)
 	}
 	metrics.GetOrCreateCounter(fmt.Sprintf(`gateway_webhook_attempts_total{result=%q}`, attemptResult(res))).Inc()
+	return upd
+}
+
+// commit replicates an attempt's result.
+func (w *Webhooks) commit(n *persistence.Notification, upd *persistence.NotifyUpdate) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := w.cfg.Proposer.Propose(ctx, &persistence.Cmd{Notify: upd}); err != nil {

@@ -176,7 +176,7 @@ func (n *Node) loadMerchants() error {
 // directory current. It must not block.
 func (n *Node) onCommit(created []*persistence.Notification, merchants []*persistence.Merchant) {
 	if len(created) > 0 && n.webhooks != nil {
-		n.webhooks.Wake()
+		n.webhooks.Offer(created)
 	}
 	if len(created) == 0 && len(merchants) == 0 {
 		if err := n.loadMerchants(); err != nil { // after a snapshot restore
