@@ -19,6 +19,7 @@ import (
 // NotifyStore is what webhook delivery reads from the store.
 type NotifyStore interface {
 	DueNotifications(now int64, limit int, skip func(id string) bool) ([]*persistence.Notification, error)
+	NextNotificationDueAfter(t int64) (int64, error)
 	PendingNotificationCount() (int, error)
 }
 
@@ -38,7 +39,9 @@ type WebhookConfig struct {
 	PerEndpoint int
 	// AttemptTimeout bounds one attempt (connect + response).
 	AttemptTimeout time.Duration
-	// Poll is how often the outbox is scanned for due notifications.
+	// Poll bounds the time between two scans of the outbox: the safety net
+	// for ended leases and anything missed. New notifications are offered
+	// (Offer) and retries are timed for their due time, neither waits for it.
 	Poll time.Duration
 }
 
@@ -65,7 +68,10 @@ type Webhooks struct {
 	running bool
 	// fresh are notifications just committed, offered by the FSM: due now,
 	// handed out without scanning the outbox.
-	fresh    []*persistence.Notification
+	fresh []*persistence.Notification
+	// retryAt is the earliest retry known to be due later (Unix ns; 0:
+	// none): the next scan is timed for it.
+	retryAt  int64
 	offered  chan struct{}
 	inflight map[string]time.Time // notification id → lease end
 	// done remembers when each attempt's result was committed. A scan that
@@ -98,7 +104,7 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 	w := &Webhooks{
 		cfg: cfg, system: system, wake: make(chan struct{}, 1), offered: make(chan struct{}, 1),
 		inflight: map[string]time.Time{},
-		done: map[string]time.Time{},
+		done:     map[string]time.Time{},
 		m: webhookMetrics{
 			delivered: metrics.GetOrCreateCounter(`gateway_webhook_delivered_total`),
 			failed:    metrics.GetOrCreateCounter(`gateway_webhook_failed_total`),
@@ -155,11 +161,20 @@ func (w *Webhooks) Run(ctx context.Context) {
 	defer w.system.Root.Stop(w.supervisor)
 	w.setRunning(true)
 	defer w.setRunning(false)
-	t := time.NewTicker(w.cfg.Poll)
-	defer t.Stop()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
 		w.dispatchDue()
+		lastScan := time.Now()
 		for scan := false; !scan; {
+			// The next scan: when the earliest scheduled retry is due, and
+			// at the latest one poll interval after the last (leases that
+			// ended, anything missed).
+			next := lastScan.Add(w.cfg.Poll)
+			if r := w.nextRetry(); !r.IsZero() && r.Before(next) {
+				next = r
+			}
+			timer.Reset(time.Until(next))
 			select {
 			case <-ctx.Done():
 				return
@@ -167,10 +182,45 @@ func (w *Webhooks) Run(ctx context.Context) {
 				w.dispatchFresh()
 			case <-w.wake:
 				scan = true
-			case <-t.C:
-				scan = true
+			case <-timer.C:
+				scan = time.Now().After(next) || time.Now().Equal(next)
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
 			}
 		}
+	}
+}
+
+// nextRetry is the earliest retry known to be scheduled (zero: none).
+func (w *Webhooks) nextRetry() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.retryAt == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, w.retryAt)
+}
+
+// noteRetry records a retry scheduled at due (Unix ns), so the dispatcher
+// scans when it is due rather than polling for it.
+func (w *Webhooks) noteRetry(due int64) {
+	w.mu.Lock()
+	if w.retryAt == 0 || due < w.retryAt {
+		w.retryAt = due
+	}
+	w.mu.Unlock()
+	w.poke()
+}
+
+// poke interrupts the dispatcher's wait so it recomputes its next scan.
+func (w *Webhooks) poke() {
+	select {
+	case w.offered <- struct{}{}:
+	default:
 	}
 }
 
@@ -190,7 +240,9 @@ func (w *Webhooks) dispatchFresh() {
 	fresh := w.fresh
 	w.fresh = nil
 	for _, n := range fresh {
-		if w.busy(n.ID, now, now) {
+		// A scan may have handed it out already: leased, or even attempted
+		// (a done entry: a fresh notification has no earlier attempt).
+		if _, attempted := w.done[n.ID]; attempted || w.busy(n.ID, now, now) {
 			continue
 		}
 		w.inflight[n.ID] = lease
@@ -199,8 +251,26 @@ func (w *Webhooks) dispatchFresh() {
 }
 
 func (w *Webhooks) dispatchDue() {
+	// The scan sees everything committed before it starts, so it covers
+	// what was offered so far; the retries it finds due need no timer, and
+	// the next one after it is read back below.
+	w.mu.Lock()
+	w.fresh = nil
+	w.retryAt = 0
+	w.mu.Unlock()
 	scanStart := time.Now()
 	now := w.cfg.Now()
+	defer func() {
+		next, err := w.cfg.Store.NextNotificationDueAfter(now.UnixNano())
+		if err != nil || next == 0 {
+			return
+		}
+		w.mu.Lock()
+		if w.retryAt == 0 || next < w.retryAt {
+			w.retryAt = next
+		}
+		w.mu.Unlock()
+	}()
 	// Leased notifications are skipped during the scan, so they are not
 	// even loaded; the check is repeated under the lock below, where it
 	// decides.
@@ -401,6 +471,8 @@ func (w *Webhooks) commit(n *persistence.Notification, upd *persistence.NotifyUp
 		return
 	}
 	switch {
+	case upd.NextDueAt != 0:
+		w.noteRetry(upd.NextDueAt)
 	case upd.Delivered:
 		w.m.delivered.Inc()
 		w.m.latency.Update(w.cfg.Now().Sub(time.Unix(0, n.CreatedAt)).Seconds())

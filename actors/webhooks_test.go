@@ -29,11 +29,15 @@ func (l *attemptLog) attempt(_ context.Context, d webhook.Delivery) webhook.Atte
 }
 
 func startWebhooks(t *testing.T, f *fixture, attempt func(context.Context, webhook.Delivery) webhook.Attempt, delays []time.Duration) *Webhooks {
+	return startWebhooksPolling(t, f, attempt, delays, time.Millisecond)
+}
+
+func startWebhooksPolling(t *testing.T, f *fixture, attempt func(context.Context, webhook.Delivery) webhook.Attempt, delays []time.Duration, poll time.Duration) *Webhooks {
 	t.Helper()
 	w := NewWebhooks(f.reg.system, WebhookConfig{
 		Store: f.store, Proposer: f.proposer, Logger: f.deps.Logger, Now: time.Now, Attempt: attempt,
 		Keys:        func(string) (string, string, bool) { return "whpk", "whsk", true },
-		RetryDelays: delays, PerEndpoint: 4, Poll: time.Millisecond,
+		RetryDelays: delays, PerEndpoint: 4, Poll: poll,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -143,4 +147,113 @@ func TestWebhookDeliveryActorCrashIsRestarted(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	t.Fatal("the notification was lost with the crashed delivery actor")
+}
+
+// Offered notifications (the FSM's commit hook hands them over) are
+// delivered without any outbox scan: with an hour-long poll, 40 offered
+// notifications are all delivered at once, and at most PerEndpoint requests
+// to the one endpoint run at the same time.
+func TestWebhooksDeliverOfferedWithoutScan(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	var mu sync.Mutex
+	active, peak := 0, 0
+	delivered := map[string]bool{}
+	attempt := func(_ context.Context, d webhook.Delivery) webhook.Attempt {
+		mu.Lock()
+		active++
+		peak = max(peak, active)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		active--
+		delivered[string(d.Body)] = true
+		mu.Unlock()
+		return webhook.Attempt{Delivered: true, HTTPCode: 200}
+	}
+	w := startWebhooksPolling(t, f, attempt, []time.Duration{time.Hour}, time.Hour)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		w.mu.Lock()
+		running := w.running
+		w.mu.Unlock()
+		if running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("dispatcher did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // past the start-up scan
+	const orders = 40
+	var offered []*persistence.Notification
+	for i := range orders {
+		id := fmt.Sprintf("offered%d", i)
+		createWithCallback(t, f, id)
+		var list []*persistence.Notification
+		for deadline := time.Now().Add(5 * time.Second); len(list) == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // the authorisation's outcome notifies
+			list, _ = f.store.Notifications("m1", id, 10)
+		}
+		if len(list) == 0 {
+			t.Fatalf("no notification for %s", id)
+		}
+		offered = append(offered, list...)
+	}
+	w.Offer(offered)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if n, _ := f.store.PendingNotificationCount(); n == 0 {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n, _ := f.store.PendingNotificationCount(); n != 0 || len(delivered) != len(offered) {
+		t.Fatalf("%d of %d offered notifications delivered, %d still pending", len(delivered), len(offered), n)
+	}
+	if peak > 4 {
+		t.Fatalf("%d requests to one endpoint at once, the bound is 4", peak)
+	}
+}
+
+// Retries are timed for their due time, not found by polling: with an
+// hour-long poll a failing notification is still attempted on its offsets
+// and then marked failed.
+func TestWebhooksRetriesTimedWithoutPolling(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	log := &attemptLog{count: map[string]int{}, fail: 100}
+	w := startWebhooksPolling(t, f, log.attempt, []time.Duration{30 * time.Millisecond, 60 * time.Millisecond}, time.Hour)
+	createWithCallback(t, f, "timed")
+	var list []*persistence.Notification
+	for deadline := time.Now().Add(5 * time.Second); len(list) == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		list, _ = f.store.Notifications("m1", "timed", 10)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		running := w.running
+		w.mu.Unlock()
+		if running {
+			break
+		}
+	}
+	w.Offer(list)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		list, _ = f.store.Notifications("m1", "timed", 10)
+		if len(list) == 1 && list[0].State == persistence.NotifyFailed {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if len(list) != 1 || list[0].State != persistence.NotifyFailed || len(list[0].Attempts) != 3 {
+		t.Fatalf("want failed after 3 timed attempts: %+v", list)
+	}
+	a := list[0].Attempts
+	for i, want := range []time.Duration{30 * time.Millisecond, 60 * time.Millisecond} {
+		if got := time.Duration(a[i+1].At - a[0].At); got < want {
+			t.Fatalf("attempt %d at +%s, before its offset %s", i+2, got, want)
+		}
+	}
 }

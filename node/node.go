@@ -117,7 +117,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 			return m.WebhookPublicKey, m.WebhookSecret, true
 		},
 		RetryDelays: cfg.WebhookRetryDelays,
-		Poll:        min(max(cfg.WebhookRetryDelays[0]/10, 5*time.Millisecond), time.Second),
+		Poll:        time.Second, // retries are timed exactly; this is the safety net
 	})
 
 	wallets, err := n.wallets()

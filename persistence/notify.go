@@ -173,6 +173,17 @@ func (s *Store) NextNotificationDue() (int64, error) {
 	return due, err
 }
 
+// NextNotificationDueAfter returns the earliest due time in the queue later
+// than t, or 0: the dispatcher times its next scan for it.
+func (s *Store) NextNotificationDueAfter(t int64) (int64, error) {
+	var due int64
+	err := s.scan(timedKey(prefixDue, t+1, nil), prefixEnd(prefixDue), func(k, _ []byte) bool {
+		due = int64(binary.BigEndian.Uint64(k[len(prefixDue):]))
+		return false
+	})
+	return due, err
+}
+
 // PendingNotificationCount is the depth of the delivery queue.
 func (s *Store) PendingNotificationCount() (int, error) {
 	n := 0
