@@ -27,7 +27,8 @@ const (
 type client struct {
 	base    string
 	hc      *fasthttp.HostClient
-	pk, sk  string
+	pk      string
+	key     *signature.Key // keyed HMAC states, pooled: no key schedule per request
 	timeout time.Duration
 	uris    map[string]string // operation → absolute URI, built once
 }
@@ -47,7 +48,7 @@ func newClient(target, pk, sk string, conns int, timeout time.Duration) (*client
 			MaxIdleConnDuration: time.Minute,
 			MaxResponseBodySize: 4 << 20,
 		},
-		pk: pk, sk: sk, timeout: timeout,
+		pk: pk, key: signature.NewKey(pk, sk), timeout: timeout,
 		uris: map[string]string{"healthz": base + "/healthz"},
 	}
 	for _, op := range []string{opCharge, opSettle, opVoid, opRefund, opStatus} {
@@ -79,7 +80,7 @@ func (c *client) post(op string, body []byte, wantStatus bool) answer {
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
 	req.Header.Set("merchant", c.pk)
-	req.Header.Set("signature", signature.Sign(c.pk, c.sk, body))
+	req.Header.Set("signature", c.key.Sign(body))
 	req.SetBodyRaw(body)
 	return c.do(req, resp, wantStatus)
 }

@@ -26,7 +26,8 @@ type webhookSink struct {
 	srv *fasthttp.Server
 	url string
 
-	pk, sk string // webhook key pair; empty pk means notifications are not verified
+	pk  string         // webhook public key; empty means notifications are not verified
+	key *signature.Key // pooled HMAC states for pk and its secret
 
 	rec *shard // records "webhook"; the run's stats own it
 
@@ -52,7 +53,7 @@ func startWebhookSink(pk, sk string, rec *shard) (*webhookSink, error) {
 		return nil, err
 	}
 	ln := &trackingListener{Listener: l, conns: map[net.Conn]struct{}{}}
-	s := &webhookSink{ln: ln, pk: pk, sk: sk, rec: rec, pending: map[string]*pendingHook{}}
+	s := &webhookSink{ln: ln, pk: pk, key: signature.NewKey(pk, sk), rec: rec, pending: map[string]*pendingHook{}}
 	s.url = "http://" + ln.Addr().String() + "/hook"
 	s.srv = &fasthttp.Server{
 		Handler:               s.handle,
@@ -121,7 +122,7 @@ func (s *webhookSink) handle(ctx *fasthttp.RequestCtx) {
 	body := ctx.PostBody()
 	verified := s.pk == "" ||
 		(string(ctx.Request.Header.Peek("merchant")) == s.pk &&
-			signature.Verify(s.pk, s.sk, body, ctx.Request.Header.Peek("signature")))
+			s.key.Verify(body, ctx.Request.Header.Peek("signature")))
 	var n struct {
 		OrderID string `json:"order_id"`
 		Status  string `json:"status"`
