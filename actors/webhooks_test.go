@@ -94,24 +94,58 @@ func TestWebhooksRetryThenFail(t *testing.T) {
 	log := &attemptLog{count: map[string]int{}, fail: 100}
 	startWebhooks(t, f, log.attempt, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond})
 	createWithCallback(t, f, "fails")
+	expectFailedOnOffsets(t, f, "fails", []time.Duration{20 * time.Millisecond, 40 * time.Millisecond})
+}
+
+// expectFailedOnOffsets waits for the order's one notification to fail for
+// good and checks its attempts kept the retry offsets from the first one.
+func expectFailedOnOffsets(t *testing.T, f *fixture, orderID string, delays []time.Duration) {
+	t.Helper()
 	var list []*persistence.Notification
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		list, _ = f.store.Notifications("m1", "fails", 10)
+		list, _ = f.store.Notifications("m1", orderID, 10)
 		if len(list) == 1 && list[0].State == persistence.NotifyFailed {
 			break
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	if len(list) != 1 || list[0].State != persistence.NotifyFailed || len(list[0].Attempts) != 3 {
-		t.Fatalf("want failed after 3 attempts: %+v", list)
+	if len(list) != 1 || list[0].State != persistence.NotifyFailed || len(list[0].Attempts) != len(delays)+1 {
+		t.Fatalf("want failed after %d attempts: %+v", len(delays)+1, list)
 	}
 	a := list[0].Attempts
-	for i, want := range []time.Duration{20 * time.Millisecond, 40 * time.Millisecond} {
+	for i, want := range delays {
 		if got := time.Duration(a[i+1].At - a[0].At); got < want {
 			t.Fatalf("attempt %d at +%s, before its offset %s", i+2, got, want)
 		}
 	}
+}
+
+// waitRunning waits until the dispatcher takes offers.
+func waitRunning(t *testing.T, w *Webhooks) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		running := w.running
+		w.mu.Unlock()
+		if running {
+			return
+		}
+	}
+	t.Fatal("dispatcher did not start")
+}
+
+// waitNotifications waits for the order's notifications to be committed
+// (the authorisation's outcome notifies, after the create returned).
+func waitNotifications(t *testing.T, f *fixture, orderID string) []*persistence.Notification {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if list, _ := f.store.Notifications("m1", orderID, 10); len(list) > 0 {
+			return list
+		}
+	}
+	t.Fatalf("no notification for %s", orderID)
+	return nil
 }
 
 func (l *attemptLog) snapshot() map[string]int {
@@ -171,33 +205,14 @@ func TestWebhooksDeliverOfferedWithoutScan(t *testing.T) {
 		return webhook.Attempt{Delivered: true, HTTPCode: 200}
 	}
 	w := startWebhooksPolling(t, f, attempt, []time.Duration{time.Hour}, time.Hour)
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		w.mu.Lock()
-		running := w.running
-		w.mu.Unlock()
-		if running {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("dispatcher did not start")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitRunning(t, w)
 	time.Sleep(20 * time.Millisecond) // past the start-up scan
 	const orders = 40
 	var offered []*persistence.Notification
 	for i := range orders {
 		id := fmt.Sprintf("offered%d", i)
 		createWithCallback(t, f, id)
-		var list []*persistence.Notification
-		for deadline := time.Now().Add(5 * time.Second); len(list) == 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond) // the authorisation's outcome notifies
-			list, _ = f.store.Notifications("m1", id, 10)
-		}
-		if len(list) == 0 {
-			t.Fatalf("no notification for %s", id)
-		}
-		offered = append(offered, list...)
+		offered = append(offered, waitNotifications(t, f, id)...)
 	}
 	w.Offer(offered)
 	deadline := time.Now().Add(5 * time.Second)
@@ -223,37 +238,11 @@ func TestWebhooksDeliverOfferedWithoutScan(t *testing.T) {
 func TestWebhooksRetriesTimedWithoutPolling(t *testing.T) {
 	f := newFixture(t, time.Minute)
 	log := &attemptLog{count: map[string]int{}, fail: 100}
-	w := startWebhooksPolling(t, f, log.attempt, []time.Duration{30 * time.Millisecond, 60 * time.Millisecond}, time.Hour)
+	delays := []time.Duration{30 * time.Millisecond, 60 * time.Millisecond}
+	w := startWebhooksPolling(t, f, log.attempt, delays, time.Hour)
 	createWithCallback(t, f, "timed")
-	var list []*persistence.Notification
-	for deadline := time.Now().Add(5 * time.Second); len(list) == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-		list, _ = f.store.Notifications("m1", "timed", 10)
-	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		w.mu.Lock()
-		running := w.running
-		w.mu.Unlock()
-		if running {
-			break
-		}
-	}
+	list := waitNotifications(t, f, "timed")
+	waitRunning(t, w)
 	w.Offer(list)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		list, _ = f.store.Notifications("m1", "timed", 10)
-		if len(list) == 1 && list[0].State == persistence.NotifyFailed {
-			break
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	if len(list) != 1 || list[0].State != persistence.NotifyFailed || len(list[0].Attempts) != 3 {
-		t.Fatalf("want failed after 3 timed attempts: %+v", list)
-	}
-	a := list[0].Attempts
-	for i, want := range []time.Duration{30 * time.Millisecond, 60 * time.Millisecond} {
-		if got := time.Duration(a[i+1].At - a[0].At); got < want {
-			t.Fatalf("attempt %d at +%s, before its offset %s", i+2, got, want)
-		}
-	}
+	expectFailedOnOffsets(t, f, "timed", delays)
 }

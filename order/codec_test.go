@@ -361,48 +361,12 @@ func benchOrder() *order.Order {
 // used before (go-json-experiment/json, deterministic as putJSON wrote it).
 func BenchmarkOrderCodec(b *testing.B) {
 	o := benchOrder()
-	bin := order.AppendOrder(nil, o)
-	js, err := json.Marshal(o, json.Deterministic(true))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("encoded size: binary %d bytes, JSON %d bytes", len(bin), len(js))
-	b.Run("encode/binary", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = order.AppendOrder(nil, o)
-		}
-	})
+	benchCodec(b, o, order.AppendOrder, order.DecodeOrder, json.Deterministic(true))
 	b.Run("encode/binary-reused-buffer", func(b *testing.B) {
 		b.ReportAllocs()
 		buf := make([]byte, 0, 1024)
 		for b.Loop() {
 			buf = order.AppendOrder(buf[:0], o)
-		}
-	})
-	b.Run("encode/json", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := json.Marshal(o, json.Deterministic(true)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("decode/binary", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := order.DecodeOrder(bin); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("decode/json", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var out order.Order
-			if err := json.Unmarshal(js, &out); err != nil {
-				b.Fatal(err)
-			}
 		}
 	})
 }
@@ -416,8 +380,13 @@ func BenchmarkCommandCodec(b *testing.B) {
 			Website: o.Website, ProcessingMID: o.ProcessingMID, CallbackURL: o.CallbackURL,
 			SettleDelayHours: o.SettleDelayHours, Source: o.Source, SealedCard: bytes.Repeat([]byte{0xa5}, 96),
 			ThreeDS: o.ThreeDS}}
-	bin := order.AppendCommand(nil, c)
-	js, err := json.Marshal(c)
+	benchCodec(b, c, order.AppendCommand, order.DecodeCommand)
+}
+
+// benchCodec runs encode and decode of v in the binary codec and in JSON.
+func benchCodec[T any](b *testing.B, v *T, appendBin func([]byte, *T) []byte, decodeBin func([]byte) (*T, error), opts ...json.Options) {
+	bin := appendBin(nil, v)
+	js, err := json.Marshal(v, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -425,13 +394,13 @@ func BenchmarkCommandCodec(b *testing.B) {
 	b.Run("encode/binary", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = order.AppendCommand(nil, c)
+			_ = appendBin(nil, v)
 		}
 	})
 	b.Run("encode/json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := json.Marshal(c); err != nil {
+			if _, err := json.Marshal(v, opts...); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -439,7 +408,7 @@ func BenchmarkCommandCodec(b *testing.B) {
 	b.Run("decode/binary", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := order.DecodeCommand(bin); err != nil {
+			if _, err := decodeBin(bin); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -447,7 +416,7 @@ func BenchmarkCommandCodec(b *testing.B) {
 	b.Run("decode/json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var out order.Command
+			var out T
 			if err := json.Unmarshal(js, &out); err != nil {
 				b.Fatal(err)
 			}

@@ -1,8 +1,6 @@
 package persistence
 
 import (
-	"io"
-	"log/slog"
 	"reflect"
 	"testing"
 
@@ -16,34 +14,8 @@ import (
 // batch, the cache and Pebble; an order a data dir holds as JSON (written
 // before the codec) is still read, changed, and then rewritten in binary.
 func TestStoredOrderFormat(t *testing.T) {
-	dir := t.TempDir()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := Open(dir, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply := func(idx uint64, cmds ...*Cmd) []Result {
-		t.Helper()
-		b := s.NewBatch()
-		defer b.Close()
-		var out []Result
-		for _, c := range cmds {
-			out = append(out, b.Apply(c))
-		}
-		if err := b.Commit(idx); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	reopen := func() { // empties the decoded-order cache
-		t.Helper()
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if s, err = Open(dir, logger); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := newTestStore(t)
+	apply, reopen := s.apply, s.reopen
 	raw := func(orderID string) []byte {
 		t.Helper()
 		v, err := get(s.db, orderKey("m1", orderID))
@@ -97,7 +69,6 @@ func TestStoredOrderFormat(t *testing.T) {
 		t.Fatal("a changed legacy order stays JSON")
 	}
 	reopen()
-	defer s.Close()
 	if got, err := s.GetOrder("m1", "o2"); err != nil || !reflect.DeepEqual(got, res[0].Order) {
 		t.Fatalf("rewritten order: %+v %v", got, err)
 	}

@@ -1,8 +1,6 @@
 package persistence
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/paygate/gateway/order"
@@ -21,24 +19,8 @@ func walletCreate(orderID, hash, replayKey string) *Cmd {
 // same batch or a later one, while the same request for the same order still
 // replays, and the record survives reopening the store.
 func TestWalletReplayIsReplicatedState(t *testing.T) {
-	dir := t.TempDir()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := Open(dir, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply := func(cmds ...*Cmd) []Result {
-		b := s.NewBatch()
-		defer b.Close()
-		var out []Result
-		for _, c := range cmds {
-			out = append(out, b.Apply(c))
-		}
-		if err := b.Commit(1); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	s := newTestStore(t)
+	apply := func(cmds ...*Cmd) []Result { return s.apply(1, cmds...) }
 	res := apply(walletCreate("o1", "h1", "walleta-pay:aa"), walletCreate("o2", "h2", "walleta-pay:aa"))
 	if !res[0].Outcome.Created {
 		t.Fatalf("first use: %+v", res[0].Outcome)
@@ -61,13 +43,7 @@ func TestWalletReplayIsReplicatedState(t *testing.T) {
 	if r := apply(walletCreate("o3", "h3", "walletb-pay:aa"))[0]; !r.Outcome.Created {
 		t.Fatalf("other wallet's id: %+v", r.Outcome)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = Open(dir, logger); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s.reopen()
 	ref, err := s.WalletReplay("walleta-pay:aa")
 	if err != nil || ref == nil || ref.Merchant != "m1" || ref.OrderID != "o1" {
 		t.Fatalf("replay record after reopen: %+v %v", ref, err)

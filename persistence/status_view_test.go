@@ -2,8 +2,6 @@ package persistence
 
 import (
 	"bytes"
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/paygate/gateway/order"
@@ -14,23 +12,8 @@ import (
 // an order read from Pebble (not cached) renders the same bytes; an order
 // that does not exist has none.
 func TestOrderStatusJSONFollowsVersions(t *testing.T) {
-	dir := t.TempDir()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := Open(dir, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { s.Close() }()
-	apply := func(idx uint64, c *Cmd) *order.Order {
-		t.Helper()
-		b := s.NewBatch()
-		defer b.Close()
-		res := b.Apply(c)
-		if err := b.Commit(idx); err != nil {
-			t.Fatal(err)
-		}
-		return res.Order
-	}
+	s := newTestStore(t)
+	apply := func(idx uint64, c *Cmd) *order.Order { return s.apply(idx, c)[0].Order }
 	view := func(o *order.Order) []byte { return order.NewView(o, order.WithAllTxns, "").Marshal() }
 	read := func() []byte {
 		t.Helper()
@@ -52,12 +35,7 @@ func TestOrderStatusJSONFollowsVersions(t *testing.T) {
 		t.Fatalf("after the change the old rendering was served: %s", got)
 	}
 
-	if err := s.Close(); err != nil { // empties the cache
-		t.Fatal(err)
-	}
-	if s, err = Open(dir, logger); err != nil {
-		t.Fatal(err)
-	}
+	s.reopen() // empties the cache
 	if got := read(); !bytes.Equal(got, view(authorised)) {
 		t.Fatalf("order from Pebble: %s", got)
 	}

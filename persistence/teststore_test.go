@@ -1,0 +1,58 @@
+package persistence
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+)
+
+// testStore is a store in a test's temporary folder that commands can be
+// applied to, one batch per call, and that can be reopened (which empties
+// the decoded-order cache). It is closed when the test ends.
+type testStore struct {
+	*Store
+	t      *testing.T
+	dir    string
+	logger *slog.Logger
+}
+
+func newTestStore(t *testing.T) *testStore {
+	t.Helper()
+	ts := &testStore{t: t, dir: t.TempDir(), logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ts.open()
+	t.Cleanup(func() { ts.Close() })
+	return ts
+}
+
+func (ts *testStore) open() {
+	ts.t.Helper()
+	s, err := Open(ts.dir, ts.logger)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	ts.Store = s
+}
+
+// reopen closes and opens the store again.
+func (ts *testStore) reopen() {
+	ts.t.Helper()
+	if err := ts.Close(); err != nil {
+		ts.t.Fatal(err)
+	}
+	ts.open()
+}
+
+// apply applies cmds in one batch committed at Raft index idx.
+func (ts *testStore) apply(idx uint64, cmds ...*Cmd) []Result {
+	ts.t.Helper()
+	b := ts.NewBatch()
+	defer b.Close()
+	out := make([]Result, 0, len(cmds))
+	for _, c := range cmds {
+		out = append(out, b.Apply(c))
+	}
+	if err := b.Commit(idx); err != nil {
+		ts.t.Fatal(err)
+	}
+	return out
+}
