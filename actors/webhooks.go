@@ -71,7 +71,9 @@ type Webhooks struct {
 	fresh []*persistence.Notification
 	// retryAt is the earliest retry known to be due later (Unix ns; 0:
 	// none): the next scan is timed for it.
-	retryAt  int64
+	retryAt int64
+	// offered wakes the dispatcher: notifications were offered, or a retry
+	// was scheduled (it recomputes when to scan).
 	offered  chan struct{}
 	inflight map[string]time.Time // notification id → lease end
 	// done remembers when each attempt's result was committed. A scan that
