@@ -29,7 +29,8 @@ import (
 
 // ReadBarrier makes the local store safe for a linearizable read and for the
 // order actors' local decisions. It fails with ErrNoLeader when this node is
-// not, or stops being, the leader.
+// not, or stops being, the leader. It is bounded by the node's apply timeout
+// even when ctx has no deadline.
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	if n.Raft.State() != raft.Leader {
 		return fmt.Errorf("%w: not the leader", ErrNoLeader)
@@ -104,10 +105,28 @@ func (n *Node) verifyRounds() {
 		}
 		v.mu.Unlock()
 		v.rounds.Add(1)
-		err := leaderErr(n.Raft.VerifyLeader().Error())
+		err := n.verifyRound()
 		for _, done := range round {
 			done <- err
 		}
+	}
+}
+
+// verifyRound runs one VerifyLeader, bounded by the apply timeout: raft
+// answers it once a quorum has (or has not) heartbeated back, but the bound
+// is here so that no reader waits on raft alone. It costs one timer per
+// round, not one per read: callers need not bring a deadline of their own.
+func (n *Node) verifyRound() error {
+	f := n.Raft.VerifyLeader()
+	answer := make(chan error, 1)
+	go func() { answer <- f.Error() }()
+	t := time.NewTimer(n.cfg.ApplyTimeout)
+	defer t.Stop()
+	select {
+	case err := <-answer:
+		return leaderErr(err)
+	case <-t.C:
+		return fmt.Errorf("%w: leadership not confirmed within %s", ErrNoLeader, n.cfg.ApplyTimeout)
 	}
 }
 

@@ -87,9 +87,9 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	}
 	route := c.Route()
 	if route.Self {
-		bctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-		defer cancel()
-		if err := c.ReadBarrier(bctx); err != nil {
+		// No per-request deadline: the barrier is bounded by the cluster's
+		// apply timeout, one timer per shared confirmation round.
+		if err := c.ReadBarrier(context.Background()); err != nil {
 			return unavailable("leadership is changing; retry the same request")
 		}
 		return false, 0
