@@ -43,7 +43,7 @@ func Decode(body []byte, v any) *apierr.Error {
 		return apierr.New(apierr.BadBody, "body", "body is empty")
 	}
 	if trimmed[0] != '{' {
-		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+		return errNotObject()
 	}
 
 	fresh := reflect.New(rv.Elem().Type())
@@ -107,10 +107,16 @@ func syntaxError(e *jsontext.SyntacticError) *apierr.Error {
 	return apierr.New(apierr.BadBody, "body", "body is not valid JSON (error at byte "+strconv.FormatInt(e.ByteOffset, 10)+")")
 }
 
+// errNotObject is the answer to a body that is not a JSON object (null, an
+// array, a string, ...), at decode time or when a validator gets nil.
+func errNotObject() *apierr.Error {
+	return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+}
+
 func typeError(e *json.SemanticError) *apierr.Error {
 	attr := dottedPath(e.JSONPointer)
 	if attr == "" {
-		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+		return errNotObject()
 	}
 	t := e.GoType
 	for t != nil && t.Kind() == reflect.Pointer {

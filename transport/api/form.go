@@ -42,7 +42,7 @@ func (r *FormCardRequest) PaymentSource() *PaymentSource {
 // 2.09). now is the clock for the expiry check.
 func ValidateFormCard(r *FormCardRequest, now time.Time) *apierr.Error {
 	if r == nil {
-		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+		return errNotObject()
 	}
 	var v violations
 	v.chargeSource(r.PaymentSource(), now)

@@ -41,7 +41,7 @@ const (
 // It returns nil, or one error that lists every violation.
 func ValidateCharge(r *ChargeRequest, now time.Time) *apierr.Error {
 	if r == nil {
-		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+		return errNotObject()
 	}
 	var v violations
 	v.orderFields(&r.OrderFields, true)
@@ -60,7 +60,7 @@ func ValidateCharge(r *ChargeRequest, now time.Time) *apierr.Error {
 // like any unknown member: handlers must not read it.
 func ValidateInitPayment(r *InitPaymentRequest) *apierr.Error {
 	if r == nil {
-		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+		return errNotObject()
 	}
 	var v violations
 	v.orderFields(&r.OrderFields, true)
@@ -82,7 +82,7 @@ func ValidateWallet(r *WalletRequest, walletType string) *apierr.Error {
 		return apierr.New(apierr.Internal, "payment_source.type", "unsupported wallet endpoint")
 	}
 	if r == nil {
-		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+		return errNotObject()
 	}
 	var v violations
 	v.orderFields(&r.OrderFields, false)
@@ -93,7 +93,7 @@ func ValidateWallet(r *WalletRequest, walletType string) *apierr.Error {
 // ValidateSettle checks a decoded POST /settle body (interface 4.5).
 func ValidateSettle(r *SettleRequest) *apierr.Error {
 	if r == nil {
-		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+		return errNotObject()
 	}
 	var v violations
 	v.orderID(r.OrderID)
@@ -104,7 +104,7 @@ func ValidateSettle(r *SettleRequest) *apierr.Error {
 // ValidateVoid checks a decoded POST /void body (interface 4.6).
 func ValidateVoid(r *VoidRequest) *apierr.Error {
 	if r == nil {
-		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+		return errNotObject()
 	}
 	var v violations
 	v.orderID(r.OrderID)
@@ -114,7 +114,7 @@ func ValidateVoid(r *VoidRequest) *apierr.Error {
 // ValidateRefund checks a decoded POST /refund body (interface 4.7, 2.2).
 func ValidateRefund(r *RefundRequest) *apierr.Error {
 	if r == nil {
-		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+		return errNotObject()
 	}
 	var v violations
 	v.orderID(r.OrderID)
@@ -130,7 +130,7 @@ func ValidateRefund(r *RefundRequest) *apierr.Error {
 // ValidateStatus checks a decoded POST /status body (interface 4.8).
 func ValidateStatus(r *StatusRequest) *apierr.Error {
 	if r == nil {
-		return apierr.New(apierr.BadBody, "body", "body must be a JSON object")
+		return errNotObject()
 	}
 	var v violations
 	v.orderID(r.OrderID)
