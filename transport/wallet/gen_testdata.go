@@ -20,14 +20,15 @@ import (
 	"time"
 
 	"github.com/paygate/gateway/transport/wallet"
+	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
 	"github.com/paygate/gateway/transport/wallet/tokenmaker"
 	"github.com/paygate/gateway/transport/wallet/walleta"
 	"github.com/paygate/gateway/transport/wallet/walletb"
 )
 
 // katNow is the fixed clock: signing time of the walleta-pay tokens and
-// start of the walletb-pay expirations. The tests use the same instant.
-var katNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+// start of the walletb-pay expirations. The tests read the same variable.
+var katNow = wallettest.KATNow
 
 func main() {
 	ds, err := tokenmaker.GenerateDevSetWith("", tokenmaker.Options{

@@ -11,19 +11,18 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/paygate/gateway/transport/wallet"
+	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
 )
 
 // TestDeriveKeyECKnownAnswer pins the EC_v1 KDF. The expected values were
 // computed outside Go (Python hashlib) from the same inputs; the test also
 // rebuilds the KDF input byte by byte.
 func TestDeriveKeyECKnownAnswer(t *testing.T) {
-	z := mustHex(t, "ef7889b8ac43f55ed2385acc64defe22da0a370bf11b7cc186f4a11f3a4306fb")
+	z := wallettest.MustHex(t, "ef7889b8ac43f55ed2385acc64defe22da0a370bf11b7cc186f4a11f3a4306fb")
 	const merchantID = "merchant.com.example.kat"
 	const wantPartyV = "03f5fb319aa392ce18c4e0e819d81936b0c1511678eff824b9fae231147916d8"
 	const wantOtherInfo = "0d" + "69642d6165733235362d47434d" + "4170706c65" + wantPartyV // 0x0D ‖ "id-aes256-GCM" ‖ "Apple" ‖ partyV
@@ -50,12 +49,12 @@ func TestDeriveKeyECKnownAnswer(t *testing.T) {
 // ECDH / RSA-OAEP, the KDF and AES-GCM with a 16-byte zero nonce written
 // out here, and compares with the committed plaintext.
 func TestKnownAnswerStepByStep(t *testing.T) {
-	merchantID := strings.TrimSpace(string(readFile(t, "walleta-merchant-id.txt")))
+	merchantID := strings.TrimSpace(string(wallettest.ReadFile(t, "walleta-merchant-id.txt")))
 
 	t.Run("EC_v1", func(t *testing.T) {
 		tok := readToken(t, "ec_v1.token.json")
 		key := readKey(t, "walleta-processing-key-ec.pem").(*ecdsa.PrivateKey)
-		eph := mustB64(t, tok.Header.EphemeralPublicKey)
+		eph := wallettest.MustB64(t, tok.Header.EphemeralPublicKey)
 		pubAny, err := x509.ParsePKIXPublicKey(eph)
 		if err != nil {
 			t.Fatal(err)
@@ -72,20 +71,20 @@ func TestKnownAnswerStepByStep(t *testing.T) {
 		h.Write(z)
 		h.Write([]byte("\x0did-aes256-GCMApple"))
 		h.Write(partyV[:])
-		checkGCM(t, h.Sum(nil), mustB64(t, tok.Data), readFile(t, "ec_v1.plain.json"))
+		checkGCM(t, h.Sum(nil), wallettest.MustB64(t, tok.Data), wallettest.ReadFile(t, "ec_v1.plain.json"))
 		checkPublicKeyHash(t, tok, &key.PublicKey)
 	})
 	t.Run("RSA_v1", func(t *testing.T) {
 		tok := readToken(t, "rsa_v1.token.json")
 		key := readKey(t, "walleta-processing-key-rsa.pem").(*rsa.PrivateKey)
-		sym, err := rsa.DecryptOAEP(sha256.New(), nil, key, mustB64(t, tok.Header.WrappedKey), nil)
+		sym, err := rsa.DecryptOAEP(sha256.New(), nil, key, wallettest.MustB64(t, tok.Header.WrappedKey), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(sym) != 16 {
 			t.Fatalf("wrapped key is %d bytes", len(sym))
 		}
-		checkGCM(t, sym, mustB64(t, tok.Data), readFile(t, "rsa_v1.plain.json"))
+		checkGCM(t, sym, wallettest.MustB64(t, tok.Data), wallettest.ReadFile(t, "rsa_v1.plain.json"))
 		checkPublicKeyHash(t, tok, &key.PublicKey)
 	})
 }
@@ -121,19 +120,10 @@ func checkPublicKeyHash(t *testing.T, tok Token, pub any) {
 	}
 }
 
-func readFile(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func readToken(t *testing.T, name string) Token {
 	t.Helper()
 	var tok Token
-	if err := json.Unmarshal(readFile(t, name), &tok); err != nil {
+	if err := json.Unmarshal(wallettest.ReadFile(t, name), &tok); err != nil {
 		t.Fatal(err)
 	}
 	return tok
@@ -141,27 +131,9 @@ func readToken(t *testing.T, name string) Token {
 
 func readKey(t *testing.T, name string) any {
 	t.Helper()
-	k, err := wallet.ParsePrivateKeyPEM(readFile(t, name))
+	k, err := wallet.ParsePrivateKeyPEM(wallettest.ReadFile(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return k
-}
-
-func mustHex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func mustB64(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

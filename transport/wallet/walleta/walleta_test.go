@@ -18,12 +18,10 @@ import (
 
 	"github.com/paygate/gateway/transport/wallet"
 	"github.com/paygate/gateway/transport/wallet/internal/ber"
+	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
 	"github.com/paygate/gateway/transport/wallet/tokenmaker"
 	"github.com/paygate/gateway/transport/wallet/walleta"
 )
-
-// katNow is the clock of the committed fixtures (see ../gen_testdata.go).
-var katNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 var (
 	setOnce sync.Once
@@ -32,7 +30,7 @@ var (
 )
 
 // devSet is the committed fixture set (its certificates are valid for 50
-// years from katNow), so tests make fresh tokens without generating keys.
+// years from wallettest.KATNow), so tests make fresh tokens without generating keys.
 func devSet(t *testing.T) *tokenmaker.DevSet {
 	t.Helper()
 	setOnce.Do(func() { set, setErr = tokenmaker.LoadDevSet("testdata") })
@@ -73,7 +71,7 @@ func input() tokenmaker.PaymentInput {
 func TestKnownAnswer(t *testing.T) {
 	ds := devSet(t)
 	cfg := config(t, ds)
-	cfg.Now = func() time.Time { return katNow.Add(time.Minute) }
+	cfg.Now = func() time.Time { return wallettest.KATNow.Add(time.Minute) }
 	for _, c := range []struct {
 		file string
 		want wallet.Payment
@@ -81,11 +79,11 @@ func TestKnownAnswer(t *testing.T) {
 		{"ec_v1.token.json", wallet.Payment{Wallet: wallet.WalletA, Version: walleta.VersionEC,
 			PAN: "4111111111111111", ExpMonth: "07", ExpYear: "2030", Cryptogram: "AOrZk5yuKk9mAAHVjSzxAAADFA==", ECI: "05",
 			AuthMethod: wallet.AuthCryptogram3DS, TransactionID: "a3c1f0e2d4b6a8c0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8",
-			Amount: 1999, Currency: "EUR", CurrencyNumeric: "978", DeviceManufacturerID: "040010030273", SigningTime: katNow}},
+			Amount: 1999, Currency: "EUR", CurrencyNumeric: "978", DeviceManufacturerID: "040010030273", SigningTime: wallettest.KATNow}},
 		{"rsa_v1.token.json", wallet.Payment{Wallet: wallet.WalletA, Version: walleta.VersionRSA,
 			PAN: "5555555555554444", ExpMonth: "11", ExpYear: "2029", Cryptogram: "AgAAAAAABk4DWZ4C28yUQAAAAAA=", ECI: "02",
 			AuthMethod: wallet.AuthCryptogram3DS, TransactionID: "0011223344556677889900aabbccddeeff0011223344556677889900aabbccdd",
-			Amount: 250, Currency: "USD", CurrencyNumeric: "840", DeviceManufacturerID: "040010030273", SigningTime: katNow}},
+			Amount: 250, Currency: "USD", CurrencyNumeric: "840", DeviceManufacturerID: "040010030273", SigningTime: wallettest.KATNow}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			tok := readToken(t, c.file)
@@ -101,7 +99,7 @@ func TestKnownAnswer(t *testing.T) {
 				t.Errorf("got  %#v\nwant %#v\n(PAN %s, cryptogram %s)", *p, c.want, p.PAN, p.Cryptogram)
 			}
 			// The fixture's signature really is BER with indefinite lengths.
-			if sig := mustB64(t, tok.Signature); !bytes.HasPrefix(sig, []byte{0x30, 0x80}) {
+			if sig := wallettest.MustB64(t, tok.Signature); !bytes.HasPrefix(sig, []byte{0x30, 0x80}) {
 				t.Errorf("fixture signature is not indefinite-length BER: % x", sig[:4])
 			}
 		})
@@ -177,7 +175,7 @@ func TestBERSignatureAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := mustB64(t, tok.Signature)
+	sig := wallettest.MustB64(t, tok.Signature)
 	root, err := ber.Parse(sig)
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +226,7 @@ func TestExtraSignedAttributesAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := mustB64(t, tok.Signature)
+	sig := wallettest.MustB64(t, tok.Signature)
 	algProtection := []byte{0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x34}
 	if !bytes.Contains(sig, algProtection) {
 		t.Fatal("token lacks the extra attribute")
@@ -536,7 +534,7 @@ func TestLoadConfig(t *testing.T) {
 	if len(cfg.ExtraProcessingKeys) != 1 {
 		t.Fatalf("want the EC and the RSA key, got 1+%d", len(cfg.ExtraProcessingKeys))
 	}
-	cfg.Now = func() time.Time { return katNow }
+	cfg.Now = func() time.Time { return wallettest.KATNow }
 	for _, f := range []string{"ec_v1.token.json", "rsa_v1.token.json"} {
 		if _, err := walleta.Decrypt(cfg, readToken(t, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
@@ -561,15 +559,6 @@ func readToken(t *testing.T, name string) walleta.Token {
 		t.Fatal(err)
 	}
 	return tok
-}
-
-func mustB64(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func BenchmarkDecrypt(b *testing.B) {

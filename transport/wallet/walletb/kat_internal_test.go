@@ -8,22 +8,20 @@ import (
 	"crypto/ecdsa"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/paygate/gateway/transport/wallet"
+	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
 )
 
 // TestDeriveKeysKnownAnswer pins the HKDF step. The expected keys were
 // computed outside Go (Python hmac, RFC 5869 written out) from the same
 // inputs; the test also runs HKDF-Extract/Expand by hand.
 func TestDeriveKeysKnownAnswer(t *testing.T) {
-	eph := mustHex(t, "04389d1cdecd77db5d24b5a4ee75a2a75855bc887ff57d706b51ac33b52d94cc72e6b3ea885d14bc52a45d89d00d1817e4f960d339542ba970e7e76c4d47ca080d")
-	z := mustHex(t, "fea078eb914144b0f6eb56774782c7dae996be2d887154bf8db2d45ffe179f8d")
+	eph := wallettest.MustHex(t, "04389d1cdecd77db5d24b5a4ee75a2a75855bc887ff57d706b51ac33b52d94cc72e6b3ea885d14bc52a45d89d00d1817e4f960d339542ba970e7e76c4d47ca080d")
+	z := wallettest.MustHex(t, "fea078eb914144b0f6eb56774782c7dae996be2d887154bf8db2d45ffe179f8d")
 	want := map[string][2]string{
 		VersionECv1: {"bf2286a23dcd8f292633af11af799cd8", "686518e1157c7d65cbad4e8a40df56c1"},
 		VersionECv2: {"bf2286a23dcd8f292633af11af799cd8686518e1157c7d65cbad4e8a40df56c1",
@@ -70,7 +68,7 @@ func TestSignedStringLayout(t *testing.T) {
 // with a zero IV, all written out here; the plaintext must equal the
 // committed one.
 func TestKnownAnswerStepByStep(t *testing.T) {
-	roots, err := ParseRootKeys(readFile(t, "walletb-root-keys.json"))
+	roots, err := ParseRootKeys(wallettest.ReadFile(t, "walletb-root-keys.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +85,8 @@ func TestKnownAnswerStepByStep(t *testing.T) {
 		t.Fatalf("no %s root key", v)
 		return nil
 	}
-	recipientID := string(bytes.TrimSpace(readFile(t, "walletb-recipient-id.txt")))
-	k, err := wallet.ParsePrivateKeyPEM(readFile(t, "walletb-recipient-key.pem"))
+	recipientID := string(bytes.TrimSpace(wallettest.ReadFile(t, "walletb-recipient-id.txt")))
+	k, err := wallet.ParsePrivateKeyPEM(wallettest.ReadFile(t, "walletb-recipient-key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +106,7 @@ func TestKnownAnswerStepByStep(t *testing.T) {
 	verify := func(pub *ecdsa.PublicKey, msg []byte, sigB64 string) {
 		t.Helper()
 		d := sha256.Sum256(msg)
-		if !ecdsa.VerifyASN1(pub, d[:], mustB64(t, sigB64)) {
+		if !ecdsa.VerifyASN1(pub, d[:], wallettest.MustB64(t, sigB64)) {
 			t.Fatal("signature does not verify")
 		}
 	}
@@ -116,7 +114,7 @@ func TestKnownAnswerStepByStep(t *testing.T) {
 	for _, c := range []struct{ file, version string }{{"ecv1", VersionECv1}, {"ecv2", VersionECv2}} {
 		t.Run(c.version, func(t *testing.T) {
 			var tok Token
-			if err := json.Unmarshal(readFile(t, c.file+".token.json"), &tok); err != nil {
+			if err := json.Unmarshal(wallettest.ReadFile(t, c.file+".token.json"), &tok); err != nil {
 				t.Fatal(err)
 			}
 			signer := rootKey(VersionECv1)
@@ -137,7 +135,7 @@ func TestKnownAnswerStepByStep(t *testing.T) {
 			if err := json.Unmarshal([]byte(tok.SignedMessage), &sm); err != nil {
 				t.Fatal(err)
 			}
-			ephBytes := mustB64(t, sm.EphemeralPublicKey)
+			ephBytes := wallettest.MustB64(t, sm.EphemeralPublicKey)
 			eph, err := ecdh.P256().NewPublicKey(ephBytes)
 			if err != nil {
 				t.Fatal(err)
@@ -155,8 +153,8 @@ func TestKnownAnswerStepByStep(t *testing.T) {
 			t2 := hmacSHA256(prk, append(append(append([]byte{}, t1...), "Google"...), 2))
 			okm := append(t1, t2...)
 			encKey, macKey := okm[:size], okm[size:2*size]
-			ct := mustB64(t, sm.EncryptedMessage)
-			if !hmac.Equal(hmacSHA256(macKey, ct), mustB64(t, sm.Tag)) {
+			ct := wallettest.MustB64(t, sm.EncryptedMessage)
+			if !hmac.Equal(hmacSHA256(macKey, ct), wallettest.MustB64(t, sm.Tag)) {
 				t.Fatal("tag mismatch")
 			}
 			block, err := aes.NewCipher(encKey)
@@ -165,7 +163,7 @@ func TestKnownAnswerStepByStep(t *testing.T) {
 			}
 			plain := make([]byte, len(ct))
 			cipher.NewCTR(block, make([]byte, 16)).XORKeyStream(plain, ct)
-			if want := readFile(t, c.file+".plain.json"); !bytes.Equal(plain, want) {
+			if want := wallettest.ReadFile(t, c.file+".plain.json"); !bytes.Equal(plain, want) {
 				t.Fatalf("plaintext differs:\n%s\n%s", plain, want)
 			}
 		})
@@ -176,31 +174,4 @@ func hmacSHA256(key, msg []byte) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write(msg)
 	return m.Sum(nil)
-}
-
-func readFile(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func mustHex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func mustB64(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

@@ -18,12 +18,10 @@ import (
 	"time"
 
 	"github.com/paygate/gateway/transport/wallet"
+	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
 	"github.com/paygate/gateway/transport/wallet/tokenmaker"
 	"github.com/paygate/gateway/transport/wallet/walletb"
 )
-
-// katNow is the clock of the committed fixtures (see ../gen_testdata.go).
-var katNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 var (
 	setOnce sync.Once
@@ -32,7 +30,7 @@ var (
 )
 
 // devSet is the committed fixture set (root keys valid for 50 years from
-// katNow), so tests make fresh tokens without generating keys.
+// wallettest.KATNow), so tests make fresh tokens without generating keys.
 func devSet(t *testing.T) *tokenmaker.DevSet {
 	t.Helper()
 	setOnce.Do(func() { set, setErr = tokenmaker.LoadDevSet("testdata") })
@@ -89,18 +87,18 @@ func readToken(t *testing.T, name string) walletb.Token {
 func TestKnownAnswer(t *testing.T) {
 	ds := devSet(t)
 	cfg := config(t, ds)
-	cfg.Now = func() time.Time { return katNow.Add(time.Minute) }
+	cfg.Now = func() time.Time { return wallettest.KATNow.Add(time.Minute) }
 	for _, c := range []struct {
 		file string
 		want wallet.Payment
 	}{
 		{"ecv1.token.json", wallet.Payment{Wallet: wallet.WalletB, Version: walletb.VersionECv1,
 			PAN: "4111111111111111", ExpMonth: "12", ExpYear: "2031", AuthMethod: wallet.AuthPANOnly,
-			TransactionID: "kat-ecv1-message-id", MessageExpiration: katNow.Add(time.Hour)}},
+			TransactionID: "kat-ecv1-message-id", MessageExpiration: wallettest.KATNow.Add(time.Hour)}},
 		{"ecv2.token.json", wallet.Payment{Wallet: wallet.WalletB, Version: walletb.VersionECv2,
 			PAN: "4895370012003478", ExpMonth: "03", ExpYear: "2030", AuthMethod: wallet.AuthCryptogram3DS,
 			Cryptogram: "AAAAAAAAAAAAAAAAAAAAAAAAAAA=", ECI: "05", TransactionID: "kat-ecv2-message-id",
-			GatewayMerchantID: "kat-merchant-42", MessageExpiration: katNow.Add(time.Hour)}},
+			GatewayMerchantID: "kat-merchant-42", MessageExpiration: wallettest.KATNow.Add(time.Hour)}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			p, err := walletb.Decrypt(cfg, readToken(t, c.file))
@@ -117,7 +115,7 @@ func TestKnownAnswer(t *testing.T) {
 		})
 	}
 	// At the fixtures' message expiration the message is refused.
-	cfg.Now = func() time.Time { return katNow.Add(time.Hour) }
+	cfg.Now = func() time.Time { return wallettest.KATNow.Add(time.Hour) }
 	if _, err := walletb.Decrypt(cfg, readToken(t, "ecv1.token.json")); !errors.Is(err, walletb.ErrExpired) {
 		t.Errorf("at messageExpiration: %v", err)
 	}
@@ -419,7 +417,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Now = func() time.Time { return katNow }
+	cfg.Now = func() time.Time { return wallettest.KATNow }
 	for _, f := range []string{"ecv1.token.json", "ecv2.token.json"} {
 		if _, err := walletb.Decrypt(cfg, readToken(t, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
