@@ -185,13 +185,7 @@ func (w *Webhooks) Run(ctx context.Context) {
 			case <-w.wake:
 				scan = true
 			case <-timer.C:
-				scan = time.Now().After(next) || time.Now().Equal(next)
-			}
-			if !timer.Stop() {
-				select {
-				case <-timer.C:
-				default:
-				}
+				scan = !time.Now().Before(next)
 			}
 		}
 	}

@@ -163,16 +163,6 @@ func (s *Store) DueNotifications(now int64, limit int, skip func(id string) bool
 	return out, nil
 }
 
-// NextNotificationDue returns the earliest due time in the queue, or 0.
-func (s *Store) NextNotificationDue() (int64, error) {
-	var due int64
-	err := s.scan([]byte(prefixDue), prefixEnd(prefixDue), func(k, _ []byte) bool {
-		due = int64(binary.BigEndian.Uint64(k[len(prefixDue):]))
-		return false
-	})
-	return due, err
-}
-
 // NextNotificationDueAfter returns the earliest due time in the queue later
 // than t, or 0: the dispatcher times its next scan for it.
 func (s *Store) NextNotificationDueAfter(t int64) (int64, error) {

@@ -185,20 +185,21 @@ func decodeOrderValue(v []byte) (*order.Order, error) {
 // once and the bytes are shared by every later read of that version:
 // callers must not modify them.
 func (s *Store) OrderStatusJSON(merchant, id string) ([]byte, error) {
+	render := func(o *order.Order) []byte { return order.NewView(o, order.WithAllTxns, "").Marshal() }
 	key := orderKey(merchant, id)
 	if e := s.orders.entry(key); e != nil {
 		if v := e.statusJSON.Load(); v != nil {
 			return *v, nil
 		}
-		v := order.NewView(e.o, order.WithAllTxns, "").Marshal()
+		v := render(e.o)
 		e.statusJSON.Store(&v)
 		return v, nil
 	}
-	o, err := s.GetOrder(merchant, id)
+	o, err := readOrder(s.db, key) // the cache was just checked
 	if o == nil || err != nil {
 		return nil, err
 	}
-	return order.NewView(o, order.WithAllTxns, "").Marshal(), nil
+	return render(o), nil
 }
 
 // CachedOrder returns the order only if it is in the cache: a cheap check

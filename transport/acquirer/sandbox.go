@@ -193,8 +193,7 @@ func decide(req AuthRequest) AuthResult {
 
 const authCodeAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
-func referenceMAC(label, reference string) []byte {
-	pool := macPools[label]
+func referenceMAC(pool *sync.Pool, reference string) []byte {
 	m := pool.Get().(hash.Hash)
 	m.Write([]byte(reference))
 	sum := m.Sum(nil)
@@ -203,13 +202,13 @@ func referenceMAC(label, reference string) []byte {
 	return sum
 }
 
-// macPools keeps keyed HMAC states per label: the key schedule (two
-// SHA-256 blocks and two allocations) cost more than the MAC itself on
-// every authorisation.
-var macPools = map[string]*sync.Pool{
-	"auth-code": newMACPool("auth-code"),
-	"arn":       newMACPool("arn"),
-}
+// Keyed HMAC states per label, pooled: the key schedule (two SHA-256 blocks
+// and two allocations) cost more than the MAC itself on every
+// authorisation.
+var (
+	authCodeMACs = newMACPool("auth-code")
+	arnMACs      = newMACPool("arn")
+)
 
 func newMACPool(label string) *sync.Pool {
 	key := []byte("paygate-sandbox-acquirer/" + label)
@@ -219,7 +218,7 @@ func newMACPool(label string) *sync.Pool {
 // AuthCode returns the sandbox authorisation code for a reference: 6
 // uppercase alphanumerics derived from HMAC-SHA256 of the reference.
 func AuthCode(reference string) string {
-	sum := referenceMAC("auth-code", reference)
+	sum := referenceMAC(authCodeMACs, reference)
 	var b [6]byte
 	for i := range b {
 		b[i] = authCodeAlphabet[int(sum[i])%len(authCodeAlphabet)]
@@ -231,7 +230,7 @@ func AuthCode(reference string) string {
 // digits derived from HMAC-SHA256 of the reference, starting with 7 and
 // ending with a Luhn check digit.
 func ARN(reference string) string {
-	sum := referenceMAC("arn", reference)
+	sum := referenceMAC(arnMACs, reference)
 	b := make([]byte, 0, 23)
 	b = append(b, '7')
 	for i := range 21 {
