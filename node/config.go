@@ -5,6 +5,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 )
@@ -98,6 +99,13 @@ func (c *Config) Validate() error {
 	if c.Join != "" && c.AdminToken == "" {
 		return errors.New("--join needs --admin-token: the joining node calls the cluster's admin API with it")
 	}
+	if c.Join != "" {
+		join, err := joinAddress(c.Join)
+		if err != nil {
+			return err
+		}
+		c.Join = join
+	}
 	if c.VaultKeyFile == "" && !c.Dev {
 		return errors.New("--vault-key-file is required (or --dev for a development key)")
 	}
@@ -118,4 +126,16 @@ func (c *Config) Validate() error {
 		c.WebhookRetryDelays = DefaultRetryDelays
 	}
 	return nil
+}
+
+// joinAddress accepts --join as host:port or as an http:// URL of a member
+// (operators copy either from the docs or the cluster view) and returns
+// host:port. Members serve their admin API over plain HTTP, so https:// and
+// paths are refused rather than silently dropped.
+func joinAddress(join string) (string, error) {
+	addr := strings.TrimSuffix(strings.TrimPrefix(join, "http://"), "/")
+	if _, _, err := net.SplitHostPort(addr); err != nil || strings.ContainsAny(addr, "/?#") {
+		return "", fmt.Errorf("--join %q: want the HTTP address of a member, host:port or http://host:port", join)
+	}
+	return addr, nil
 }

@@ -33,7 +33,7 @@ func run(args []string) int {
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "Raft log, snapshots and Pebble")
 	fs.StringVar(&cfg.NodeID, "node-id", cfg.NodeID, "stable identity in the cluster")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft traffic between nodes")
-	fs.StringVar(&cfg.Join, "join", "", "HTTP address of any member whose cluster to join")
+	fs.StringVar(&cfg.Join, "join", "", "HTTP address of any member whose cluster to join (host:port or http://host:port)")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token of the admin API (empty: admin API off)")
 	fs.BoolVar(&cfg.Dev, "dev", false, "development: sandbox merchant, dev admin token and vault key, private callbacks allowed")
 	fs.StringVar(&cfg.FormURL, "form-url", "", "public address put into form_url and redirect_url (default http://<http-addr>)")
