@@ -61,6 +61,10 @@ type Config struct {
 	RaftLogOutput io.Writer
 }
 
+// logCacheEntries is how many recent log entries raft keeps in memory
+// (about 11 commands, a few KB, per entry under load).
+const logCacheEntries = 1024
+
 // Node is a running raft member.
 type Node struct {
 	cfg       Config
@@ -160,7 +164,15 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 		wal.Close()
 		return nil, err
 	}
-	r, err := raft.NewRaft(rc, fsm, wal, wal, snaps, trans)
+	// Recent entries stay in memory: the leader reads each entry back to
+	// send it to every follower, and every node reads it again to apply
+	// it. Without the cache each of those reads goes to the WAL's files.
+	logs, err := raft.NewLogCache(logCacheEntries, wal)
+	if err != nil {
+		wal.Close()
+		return nil, err
+	}
+	r, err := raft.NewRaft(rc, fsm, logs, wal, snaps, trans)
 	if err != nil {
 		wal.Close()
 		return nil, fmt.Errorf("start raft: %w", err)

@@ -105,6 +105,9 @@ func (b *Batch) getOrder(merchant, id string) (*order.Order, error) {
 	if o := b.s.orders.get(key); o != nil {
 		return o, nil
 	}
+	if !b.s.known.Load().mayContain(key) {
+		return nil, nil // a new order_id: certain without reading Pebble
+	}
 	o, err := readOrder(b, key)
 	if o != nil {
 		b.s.orders.put(key, o)
@@ -209,6 +212,9 @@ func (b *Batch) putOrder(cur, next *order.Order) {
 	b.orderBuf = order.AppendOrder(b.orderBuf[:0], next)
 	b.set(key, bytes.Clone(b.orderBuf))
 	b.orders[string(key)] = next
+	if cur == nil {
+		b.s.known.Load().add(key)
+	}
 	pk := refKey(prefixPending, next.Merchant, next.ID)
 	if next.Pending.Due() {
 		b.set(pk, []byte(next.Pending.TxnID))

@@ -72,9 +72,11 @@ func (s *Store) RestoreIncomplete() (bool, error) {
 // Restore replaces the whole state with a snapshot stream and syncs it.
 func (s *Store) Restore(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<20)
-	// Every cached order is about to be replaced.
+	// Every cached order is about to be replaced, and the filter of order
+	// keys is rebuilt once the new state is in.
 	s.orders.clear()
 	defer s.orders.clear()
+	s.known.Store(nil)
 	batch := s.db.NewBatch()
 	defer func() { batch.Close() }()
 	if err := batch.DeleteRange([]byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, nil); err != nil {
@@ -122,7 +124,10 @@ func (s *Store) Restore(r io.Reader) error {
 	if err := batch.Delete(keyRestoring, nil); err != nil {
 		return err
 	}
-	return batch.Commit(pebble.Sync)
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	return s.loadKnownOrders()
 }
 
 func readN(r io.Reader, n uint64) ([]byte, error) {

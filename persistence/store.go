@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -48,6 +49,9 @@ const (
 type Store struct {
 	db     *pebble.DB
 	orders *orderCache
+	// known filters order keys for the FSM's reads (known.go); replaced
+	// whole by Restore.
+	known atomic.Pointer[knownOrders]
 }
 
 // Open opens or creates the store in dir.
@@ -70,7 +74,12 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}
-	return &Store{db: db, orders: newOrderCache(orderCacheEntries)}, nil
+	s := &Store{db: db, orders: newOrderCache(orderCacheEntries)}
+	if err := s.loadKnownOrders(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Close closes the database.

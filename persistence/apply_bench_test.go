@@ -1,0 +1,74 @@
+package persistence
+
+import (
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+
+	"github.com/paygate/gateway/order"
+)
+
+// chargeCmds are the two commands of one card charge as the order actor
+// proposes them: the acceptance (with a sealed card of the usual size) and
+// the acquirer's approval (with a new payment token).
+func chargeCmds(id string, at int64) (create, outcome *Cmd) {
+	create = &Cmd{Order: &order.Command{
+		Kind: order.KindCreate, Time: at, Merchant: "m_bench", OrderID: id, TxnID: "t-" + id,
+		RequestHash: "h-" + id,
+		Create: &order.CreateData{
+			Amount: 1020, Currency: "USD", Description: "bench", ProcessingMID: "bench-mid", SettleDelayHours: 24,
+			Source: order.PaymentSource{Type: "card", CardID: "c-" + id, BIN: "411111", Brand: "VISA",
+				CardType: "CREDIT", ExpMonth: "12", ExpYear: "2035", HolderName: "Bench User",
+				Masked: "411111******1111", IssuerCountry: "US", Issuer: "Bench Bank"},
+			SealedCard: make([]byte, 120),
+		},
+	}}
+	outcome = &Cmd{Order: &order.Command{
+		Kind: order.KindAuthOutcome, Time: at + 1000, Merchant: "m_bench", OrderID: id, TxnID: "t-" + id,
+		ARN: "arn-" + id,
+		Outcome: &order.OutcomeData{Approved: true, AuthCode: "123456", AVSCheck: "Y", CVVCheck: "M",
+			RiskDecision: "accept", PaymentToken: "tok-" + id, TokenExpiresAt: at + 1e15, AutoSettleAt: at + 1e12},
+	}}
+	return create, outcome
+}
+
+// BenchmarkApplyCharges measures the FSM's side of one charge: its two
+// commands applied to a store that already holds prefill charges, in
+// batches shaped like the proposer's entries under load (11 new orders'
+// acceptances with the previous 11 orders' outcomes). ns/op is per charge.
+func BenchmarkApplyCharges(b *testing.B) {
+	const perBatch, prefill = 11, 50_000
+	s, err := Open(b.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var idx uint64
+	var pending []*Cmd
+	run := func(n int, prefix string) {
+		for i := 0; i < n; i += perBatch {
+			batch := s.NewBatch()
+			for _, c := range pending {
+				batch.Apply(c)
+			}
+			pending = pending[:0]
+			for j := i; j < min(i+perBatch, n); j++ {
+				create, outcome := chargeCmds(prefix+strconv.Itoa(j), int64(idx+1)*1e6)
+				if r := batch.Apply(create); !r.Outcome.Created {
+					b.Fatalf("create %d: %+v", j, r.Outcome)
+				}
+				pending = append(pending, outcome)
+			}
+			idx++
+			if err := batch.Commit(idx); err != nil {
+				b.Fatal(err)
+			}
+			batch.Close()
+		}
+	}
+	run(prefill, "pre-")
+	b.ReportAllocs()
+	b.ResetTimer()
+	run(b.N, "run-")
+}

@@ -1,0 +1,108 @@
+package persistence
+
+import (
+	"bytes"
+	"hash/maphash"
+	"strconv"
+	"testing"
+
+	"github.com/paygate/gateway/order"
+)
+
+// No key added is ever reported absent, across the growth into several
+// filters, and keys never added are mostly reported absent.
+func TestKnownOrdersHasNoFalseNegatives(t *testing.T) {
+	k := &knownOrders{seed: maphash.MakeSeed(), filters: []*bloomFilter{newBloomFilter(1000)}}
+	const n = 10_000 // 1000 + 2000 + 4000 + 8000: four filters
+	for i := range n {
+		k.add([]byte("o/m\x00in-" + strconv.Itoa(i)))
+	}
+	if len(k.filters) != 4 {
+		t.Fatalf("%d filters for %d keys from a capacity of 1000, want 4", len(k.filters), n)
+	}
+	for i := range n {
+		if !k.mayContain([]byte("o/m\x00in-" + strconv.Itoa(i))) {
+			t.Fatalf("key %d added but reported absent", i)
+		}
+	}
+	falsePositives := 0
+	for i := range n {
+		if k.mayContain([]byte("o/m\x00out-" + strconv.Itoa(i))) {
+			falsePositives++
+		}
+	}
+	// About 1 % per filter; four filters.
+	if rate := float64(falsePositives) / n; rate > 0.06 {
+		t.Fatalf("false positive rate %.3f", rate)
+	}
+	var unset *knownOrders
+	if !unset.mayContain([]byte("o/m\x00x")) {
+		t.Fatal("a nil filter (restore in progress) must answer maybe")
+	}
+}
+
+func createCmd(orderID, hash string) *Cmd {
+	return &Cmd{Order: &order.Command{
+		Kind: order.KindCreate, Time: 1, Merchant: "m1", OrderID: orderID, TxnID: "t-" + orderID,
+		RequestHash: hash,
+		Create: &order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 1,
+			Source: order.PaymentSource{Type: "card"}},
+	}}
+}
+
+// assertAllExist applies a create with another body for each order: every
+// one must be refused as a conflict, never created over the stored order.
+func assertAllExist(t *testing.T, s *testStore, idx uint64, ids []string) {
+	t.Helper()
+	cmds := make([]*Cmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = createCmd(id, "other-body")
+	}
+	for i, r := range s.apply(idx, cmds...) {
+		if r.Outcome.Reject == nil || r.Outcome.Reject.Kind != order.RejectConflict {
+			t.Fatalf("order %s: %+v, want a conflict with the stored order", ids[i], r.Outcome)
+		}
+	}
+}
+
+// The FSM skips Pebble for order ids the filter has never seen, so the
+// filter must know every stored order: in the batch that created it,
+// after the store is reopened (and the decoded cache is empty), and after
+// the state is replaced by a snapshot.
+func TestExistingOrdersStayKnownAcrossReopenAndRestore(t *testing.T) {
+	s := newTestStore(t)
+	var ids []string
+	for i := range 300 {
+		ids = append(ids, "o-"+strconv.Itoa(i))
+	}
+	// Same batch: the second create of o-0 sees the first.
+	res := s.apply(1, createCmd("o-0", "body"), createCmd("o-0", "other-body"))
+	if !res[0].Outcome.Created || res[1].Outcome.Reject == nil {
+		t.Fatalf("same batch: %+v then %+v", res[0].Outcome, res[1].Outcome)
+	}
+	for i, id := range ids[1:] {
+		s.apply(uint64(2+i), createCmd(id, "body"))
+	}
+	assertAllExist(t, s, 400, ids)
+
+	s.reopen()
+	assertAllExist(t, s, 401, ids)
+
+	// Restore another store's state: its orders become known, and orders
+	// of the replaced state are gone.
+	other := newTestStore(t)
+	other.apply(1, createCmd("from-snapshot", "body"))
+	var buf bytes.Buffer
+	sn := other.NewSnapshot()
+	if err := sn.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	sn.Release()
+	if err := s.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	assertAllExist(t, s, 402, []string{"from-snapshot"})
+	if r := s.apply(403, createCmd("o-1", "body"))[0]; !r.Outcome.Created {
+		t.Fatalf("an order of the replaced state: %+v, want created anew", r.Outcome)
+	}
+}
