@@ -67,7 +67,7 @@ func Defaults() Config {
 		FormTTL:            30 * time.Minute,
 		WebhookRetryDelays: DefaultRetryDelays,
 		SettleDelayUnit:    time.Hour,
-		ActorIdleAfter:     5 * time.Second,
+		ActorIdleAfter:     2 * time.Second,
 		TokenTTL:           365 * 24 * time.Hour,
 	}
 }
@@ -117,7 +117,7 @@ func (c *Config) Validate() error {
 	}
 	c.FormURL = strings.TrimRight(c.FormURL, "/")
 	if c.ActorIdleAfter <= 0 {
-		c.ActorIdleAfter = 5 * time.Second
+		c.ActorIdleAfter = 2 * time.Second
 	}
 	if c.TokenTTL <= 0 {
 		c.TokenTTL = 365 * 24 * time.Hour

@@ -89,8 +89,8 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 	if err := b.b.Commit(pebble.NoSync); err != nil {
 		return err
 	}
-	for k, o := range b.orders {
-		b.s.orders.put([]byte(k), o)
+	for k := range b.orders {
+		b.s.orders.put([]byte(k), b.written[k])
 	}
 	return nil
 }
@@ -108,11 +108,16 @@ func (b *Batch) getOrder(merchant, id string) (*order.Order, error) {
 	if !b.s.known.Load().mayContain(key) {
 		return nil, nil // a new order_id: certain without reading Pebble
 	}
-	o, err := readOrder(b, key)
-	if o != nil {
-		b.s.orders.put(key, o)
+	v, err := get(b, key) // a copy, which the cache may keep
+	if v == nil || err != nil {
+		return nil, err
 	}
-	return o, err
+	o, err := decodeOrderValue(v)
+	if err != nil {
+		return nil, err
+	}
+	b.s.orders.put(key, v)
+	return o, nil
 }
 
 // Close releases the batch.

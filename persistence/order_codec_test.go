@@ -39,8 +39,8 @@ func TestStoredOrderFormat(t *testing.T) {
 	if v := raw("o1"); v[0] == '{' {
 		t.Fatalf("stored as JSON: %q", v)
 	}
-	if got, err := s.GetOrder("m1", "o1"); err != nil || got != want {
-		t.Fatalf("cached order: %v %v", got, err)
+	if got, err := s.GetOrder("m1", "o1"); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("cached order: %+v %v\nwant %+v", got, err, want)
 	}
 	reopen()
 	if got, err := s.GetOrder("m1", "o1"); err != nil || !reflect.DeepEqual(got, want) {

@@ -152,7 +152,6 @@ func timedKey(prefix string, due int64, rest []byte) []byte {
 }
 
 // GetOrder returns the order, or nil when it does not exist.
-// The result is shared with the cache: callers must not modify it.
 func (s *Store) GetOrder(merchant, id string) (*order.Order, error) {
 	key := orderKey(merchant, id)
 	if o := s.orders.get(key); o != nil {
@@ -200,11 +199,13 @@ func (s *Store) OrderStatusJSON(merchant, id string) ([]byte, error) {
 		if v := e.statusJSON.Load(); v != nil {
 			return *v, nil
 		}
-		v := render(e.o)
-		e.statusJSON.Store(&v)
-		return v, nil
+		if o := e.order(); o != nil {
+			v := render(o)
+			e.statusJSON.Store(&v)
+			return v, nil
+		}
 	}
-	o, err := readOrder(s.db, key) // the cache was just checked
+	o, err := readOrder(s.db, key)
 	if o == nil || err != nil {
 		return nil, err
 	}

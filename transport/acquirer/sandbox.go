@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"hash"
+	"strings"
 	"sync"
 	"time"
 )
@@ -82,9 +83,13 @@ func (s *Sandbox) Authorize(ctx context.Context, req AuthRequest) (AuthResult, e
 	if old := s.order[s.next]; old != "" {
 		delete(s.results, old)
 	}
-	s.order[s.next] = req.Reference
+	// A copy: the caller's string may be a slice of a much larger one (a
+	// decoded log command, sealed card included) that keeping it would
+	// keep alive for the next referencesMax authorisations.
+	ref := strings.Clone(req.Reference)
+	s.order[s.next] = ref
 	s.next = (s.next + 1) % len(s.order)
-	s.results[req.Reference] = r
+	s.results[ref] = r
 	s.total++
 	return r, nil
 }
