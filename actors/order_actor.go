@@ -102,9 +102,14 @@ type ResumeAuth struct{}
 // AutoSettle asks the actor to settle an order whose delay has ended.
 type AutoSettle struct{}
 
+// authAnswer is the acquirer's answer, with what the order said when the
+// authorisation started that the outcome depends on (neither changes
+// after creation), so applying it needs no read of the order.
 type authAnswer struct {
-	txnID string
-	res   acquirer.AuthResult
+	txnID            string
+	res              acquirer.AuthResult
+	issueToken       bool  // a card payment: approval issues a payment token
+	settleDelayHours int64 // > 0: approval schedules the automatic settle
 }
 
 type idleCheck struct{}
@@ -310,9 +315,10 @@ func (a *orderActor) startAuth(o *order.Order, card vault.Card, cvv, cryptogram,
 		req.ThreeDS = acquirer.ThreeDSData{Authenticated: t.CAVV != "", ECI: t.ECI, CAVV: t.CAVV, XID: t.XID, Version: t.Version}
 	}
 	key, reg, deps := a.key, a.reg, a.deps
+	issueToken, settleDelay := o.Source.Type == "card", o.SettleDelayHours
 	go func() {
 		res := authorize(deps, req)
-		reg.Send(key, authAnswer{txnID: req.Reference, res: res})
+		reg.Send(key, authAnswer{txnID: req.Reference, res: res, issueToken: issueToken, settleDelayHours: settleDelay})
 	}()
 }
 
@@ -339,11 +345,10 @@ func authorize(deps *Deps, req acquirer.AuthRequest) acquirer.AuthResult {
 	}
 }
 
+// applyAuthAnswer proposes the outcome without reading the order first: the
+// FSM refuses an outcome for an authorisation that is no longer pending (a
+// second answer after a resume), so a duplicate changes nothing.
 func (a *orderActor) applyAuthAnswer(m authAnswer) {
-	cur, err := a.deps.Store.GetOrder(a.key.Merchant, a.key.OrderID)
-	if err != nil || cur == nil || cur.Pending == nil || cur.Pending.TxnID != m.txnID {
-		return // already applied (a resumed duplicate), or gone
-	}
 	now := a.deps.Now()
 	r := m.res
 	out := &order.OutcomeData{
@@ -351,7 +356,7 @@ func (a *orderActor) applyAuthAnswer(m authAnswer) {
 		RiskDecision: r.RiskDecision, DeclineCode: r.DeclineCode, DeclineMessage: r.DeclineMessage,
 	}
 	if r.Approved {
-		if cur.Source.Type == "card" {
+		if m.issueToken {
 			tok, err := vault.NewToken()
 			if err != nil {
 				a.deps.Logger.Error("issue token", "error", err)
@@ -360,18 +365,18 @@ func (a *orderActor) applyAuthAnswer(m authAnswer) {
 			out.PaymentToken = tok
 			out.TokenExpiresAt = now.Add(a.deps.TokenTTL).UnixNano()
 		}
-		if cur.SettleDelayHours > 0 {
-			out.AutoSettleAt = now.Add(time.Duration(cur.SettleDelayHours) * a.deps.SettleUnit).UnixNano()
+		if m.settleDelayHours > 0 {
+			out.AutoSettleAt = now.Add(time.Duration(m.settleDelayHours) * a.deps.SettleUnit).UnixNano()
 		}
 	}
 	cmd := &order.Command{
-		Kind: order.KindAuthOutcome, Time: now.UnixNano(), Merchant: cur.Merchant, OrderID: cur.ID,
+		Kind: order.KindAuthOutcome, Time: now.UnixNano(), Merchant: a.key.Merchant, OrderID: a.key.OrderID,
 		TxnID: m.txnID, ARN: r.ARN, Outcome: out,
 	}
 	if _, err := a.propose(cmd); err != nil {
 		// Still pending in the log: the next leader (or this node after a
 		// restart) resumes it with the same reference.
-		a.deps.Logger.Warn("outcome not committed; left pending", "order_id", cur.ID, "error", err)
+		a.deps.Logger.Warn("outcome not committed; left pending", "order_id", a.key.OrderID, "error", err)
 	}
 }
 
