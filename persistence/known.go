@@ -1,10 +1,10 @@
 package persistence
 
 import (
-	"fmt"
 	"hash/maphash"
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // knownOrders answers "might this order exist?" for the FSM without
@@ -19,7 +19,7 @@ import (
 // before its batch commits, so the filter always covers the store (a key
 // from a batch that then failed to commit only costs a needless lookup;
 // such a failure stops the node anyway). Open fills it from the store and
-// Restore refills it.
+// Restore refills it, in the background (loadKnownOrders).
 //
 // When a filter reaches its capacity a new one twice as large is added
 // (a scalable Bloom filter), so a growing store keeps its error rate
@@ -28,6 +28,9 @@ type knownOrders struct {
 	mu      sync.Mutex
 	seed    maphash.Seed
 	filters []*bloomFilter
+	// complete is set once every order stored before the filter was
+	// published is in it; until then mayContain always says maybe.
+	complete atomic.Bool
 }
 
 // knownOrdersMinCapacity sizes the first filter: 1.2 MB of bits.
@@ -37,18 +40,35 @@ func newKnownOrders() *knownOrders {
 	return &knownOrders{seed: maphash.MakeSeed(), filters: []*bloomFilter{newBloomFilter(knownOrdersMinCapacity)}}
 }
 
-// loadKnownOrders builds the filter from the order keys in the store.
-func (s *Store) loadKnownOrders() error {
+// loadKnownOrders publishes a new, empty filter, which putOrder adds new
+// orders to from then on, and fills it with the orders already stored in
+// the background. Until that scan ends every lookup says maybe and reads
+// Pebble, as without a filter: a node is ready at once instead of after a
+// scan of every order (seconds at a million orders).
+//
+// No order is missed: the filter is published before the scan's iterator
+// is opened, and never while the FSM is applying a batch (Open runs before
+// raft starts, Restore on the FSM's goroutine), so an order is either in
+// the iterator's view or written by a later batch, which adds it.
+func (s *Store) loadKnownOrders() {
 	k := newKnownOrders()
-	err := s.scan([]byte(prefixOrder), prefixEnd(prefixOrder), func(key, _ []byte) bool {
-		k.add(key)
-		return true
-	})
-	if err != nil {
-		return fmt.Errorf("load order keys: %w", err)
-	}
 	s.known.Store(k)
-	return nil
+	s.loading.Add(1)
+	go func() {
+		defer s.loading.Done()
+		err := s.scan([]byte(prefixOrder), prefixEnd(prefixOrder), func(key, _ []byte) bool {
+			k.add(key)
+			return !s.closing.Load()
+		})
+		switch {
+		case s.closing.Load():
+		case err != nil:
+			// Left incomplete: it keeps answering maybe.
+			s.logger.Error("load the filter of order keys; every create reads Pebble", "error", err)
+		default:
+			k.complete.Store(true)
+		}
+	}()
 }
 
 // add records key. On a nil filter (a restore in progress) it does nothing.
@@ -68,9 +88,9 @@ func (k *knownOrders) add(key []byte) {
 }
 
 // mayContain is false only for a key never added. A nil filter (a restore
-// in progress, or one that failed) knows nothing and always says maybe.
+// in progress) or one still being filled always says maybe.
 func (k *knownOrders) mayContain(key []byte) bool {
-	if k == nil {
+	if k == nil || !k.complete.Load() {
 		return true
 	}
 	h := maphash.Bytes(k.seed, key)

@@ -13,6 +13,10 @@ import (
 // filters, and keys never added are mostly reported absent.
 func TestKnownOrdersHasNoFalseNegatives(t *testing.T) {
 	k := &knownOrders{seed: maphash.MakeSeed(), filters: []*bloomFilter{newBloomFilter(1000)}}
+	if !k.mayContain([]byte("o/m\x00never-added")) {
+		t.Fatal("a filter still being filled must answer maybe")
+	}
+	k.complete.Store(true)
 	const n = 10_000 // 1000 + 2000 + 4000 + 8000: four filters
 	for i := range n {
 		k.add([]byte("o/m\x00in-" + strconv.Itoa(i)))
@@ -50,6 +54,15 @@ func createCmd(orderID, hash string) *Cmd {
 	}}
 }
 
+// waitKnownOrders waits for the background fill of the store's filter.
+func waitKnownOrders(t *testing.T, s *testStore) {
+	t.Helper()
+	s.loading.Wait()
+	if k := s.known.Load(); k == nil || !k.complete.Load() {
+		t.Fatal("filter of order keys not complete")
+	}
+}
+
 // assertAllExist applies a create with another body for each order: every
 // one must be refused as a conflict, never created over the stored order.
 func assertAllExist(t *testing.T, s *testStore, idx uint64, ids []string) {
@@ -67,8 +80,9 @@ func assertAllExist(t *testing.T, s *testStore, idx uint64, ids []string) {
 
 // The FSM skips Pebble for order ids the filter has never seen, so the
 // filter must know every stored order: in the batch that created it,
-// after the store is reopened (and the decoded cache is empty), and after
-// the state is replaced by a snapshot.
+// after the store is reopened (and the cache is empty), and after the
+// state is replaced by a snapshot; and orders created while the filter is
+// still being filled in the background are not missed.
 func TestExistingOrdersStayKnownAcrossReopenAndRestore(t *testing.T) {
 	s := newTestStore(t)
 	var ids []string
@@ -86,7 +100,20 @@ func TestExistingOrdersStayKnownAcrossReopenAndRestore(t *testing.T) {
 	assertAllExist(t, s, 400, ids)
 
 	s.reopen()
+	waitKnownOrders(t, s)
 	assertAllExist(t, s, 401, ids)
+
+	// Orders created while the fill is still running (the filter was
+	// published before its scan) are known once it completes.
+	s.reopen()
+	s.apply(402, createCmd("during-fill", "body"))
+	waitKnownOrders(t, s)
+	s.reopen()
+	s.apply(403, createCmd("during-fill-2", "body"))
+	waitKnownOrders(t, s)
+	s.orders.clear()
+	assertAllExist(t, s, 404, []string{"during-fill", "during-fill-2"})
+	ids = append(ids, "during-fill", "during-fill-2")
 
 	// Restore another store's state: its orders become known, and orders
 	// of the replaced state are gone.
@@ -101,8 +128,9 @@ func TestExistingOrdersStayKnownAcrossReopenAndRestore(t *testing.T) {
 	if err := s.Restore(&buf); err != nil {
 		t.Fatal(err)
 	}
-	assertAllExist(t, s, 402, []string{"from-snapshot"})
-	if r := s.apply(403, createCmd("o-1", "body"))[0]; !r.Outcome.Created {
+	waitKnownOrders(t, s)
+	assertAllExist(t, s, 405, []string{"from-snapshot"})
+	if r := s.apply(406, createCmd("o-1", "body"))[0]; !r.Outcome.Created {
 		t.Fatalf("an order of the replaced state: %+v, want created anew", r.Outcome)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -50,8 +51,12 @@ type Store struct {
 	db     *pebble.DB
 	orders *orderCache
 	// known filters order keys for the FSM's reads (known.go); replaced
-	// whole by Restore.
-	known atomic.Pointer[knownOrders]
+	// whole by Restore. loading tracks its background fill, which closing
+	// stops.
+	known   atomic.Pointer[knownOrders]
+	loading sync.WaitGroup
+	closing atomic.Bool
+	logger  *slog.Logger
 }
 
 // Open opens or creates the store in dir.
@@ -74,16 +79,17 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}
-	s := &Store{db: db, orders: newOrderCache(orderCacheEntries)}
-	if err := s.loadKnownOrders(); err != nil {
-		db.Close()
-		return nil, err
-	}
+	s := &Store{db: db, orders: newOrderCache(orderCacheEntries), logger: logger}
+	s.loadKnownOrders()
 	return s, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.closing.Store(true)
+	s.loading.Wait()
+	return s.db.Close()
+}
 
 // Sync makes every committed write durable (used before a Raft snapshot).
 func (s *Store) Sync() error {
