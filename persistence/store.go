@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/go-json-experiment/json"
@@ -68,6 +70,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 		Logger:             pebbleLogger{logger},
 		Cache:              cache,
 		MemTableSize:       memTableBytes,
+		EventListener:      writeStallListener(logger),
 	}
 	// Bloom filters on every level: most point reads on the write path are
 	// for orders that do not exist yet (a new order_id), and without a
@@ -82,6 +85,27 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	s := &Store{db: db, orders: newOrderCache(orderCacheEntries), logger: logger}
 	s.loadKnownOrders()
 	return s, nil
+}
+
+// writeStallListener reports Pebble's write stalls: while flushes or L0
+// compactions lag behind, Pebble holds every commit, so the FSM, and with it
+// every proposal, waits. They show as latency spikes; the metrics say when.
+func writeStallListener(logger *slog.Logger) *pebble.EventListener {
+	stalls := metrics.GetOrCreateCounter(`gateway_pebble_write_stalls_total`)
+	stalled := metrics.GetOrCreateHistogram(`gateway_pebble_write_stall_seconds`)
+	var began atomic.Int64
+	return &pebble.EventListener{
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			stalls.Inc()
+			began.Store(time.Now().UnixNano())
+			logger.Warn("pebble write stall", "reason", info.Reason)
+		},
+		WriteStallEnd: func() {
+			if t := began.Swap(0); t != 0 {
+				stalled.Update(time.Since(time.Unix(0, t)).Seconds())
+			}
+		},
+	}
 }
 
 // Close closes the database.
