@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
@@ -107,14 +105,14 @@ func (h *heldCVV) take(txnID string) string {
 	return cvv
 }
 
-func (a *orderActor) handleForm(ctx actor.Context, msg any) {
-	switch m := msg.(type) {
+func (a *orderActor) handleForm(env envelope) {
+	switch m := env.msg.(type) {
 	case *InitPayment:
-		ctx.Respond(a.initPayment(m))
+		env.respond(a.initPayment(m))
 	case *FormPayment:
-		ctx.Respond(a.formPayment(m))
+		env.respond(a.formPayment(m))
 	case *ThreeDSAnswer:
-		ctx.Respond(a.threeDSAnswer(m))
+		env.respond(a.threeDSAnswer(m))
 	case Expire:
 		a.expire()
 	}

@@ -156,7 +156,7 @@ func (a *orderActor) Receive(ctx actor.Context) {
 	case envelope:
 		a.processed++
 		a.lastSeen = time.Now()
-		a.handle(ctx, m.msg)
+		a.handle(m)
 	}
 }
 
@@ -166,12 +166,12 @@ func (a *orderActor) scheduleIdle(ctx actor.Context) {
 	a.idleTimer = time.AfterFunc(a.deps.IdleAfter, func() { root.Send(self, idleCheck{}) })
 }
 
-func (a *orderActor) handle(ctx actor.Context, msg any) {
-	switch m := msg.(type) {
+func (a *orderActor) handle(env envelope) {
+	switch m := env.msg.(type) {
 	case *Create:
-		ctx.Respond(a.create(m))
+		env.respond(a.create(m))
 	case *Operation:
-		ctx.Respond(a.operate(m))
+		env.respond(a.operate(m))
 	case authAnswer:
 		a.applyAuthAnswer(m)
 	case ResumeAuth:
@@ -179,7 +179,7 @@ func (a *orderActor) handle(ctx actor.Context, msg any) {
 	case AutoSettle:
 		a.autoSettle()
 	default:
-		a.handleForm(ctx, msg)
+		a.handleForm(env)
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/go-json-experiment/json"
 	"github.com/valyala/fasthttp"
 
@@ -194,8 +193,7 @@ func (s *Server) errorFor(op string, err error) *apierr.Error {
 		return ae
 	case errors.Is(err, actors.ErrTokenInvalid):
 		return apierr.New(apierr.TokenInvalid, "payment_source.payment_token", err.Error())
-	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, actor.ErrTimeout), errors.Is(err, actors.ErrStopped),
-		errors.Is(err, actor.ErrDeadLetter): // the order actor stopped: leadership lost
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, actors.ErrTimeout), errors.Is(err, actors.ErrStopped):
 		return apierr.New(apierr.Unavailable, "cluster", "the service cannot commit right now; retry the same request")
 	}
 	s.cfg.Logger.Error("request failed", "op", op, "error", err)
