@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"bytes"
 	"hash/maphash"
 	"strconv"
 	"testing"
@@ -119,15 +118,7 @@ func TestExistingOrdersStayKnownAcrossReopenAndRestore(t *testing.T) {
 	// of the replaced state are gone.
 	other := newTestStore(t)
 	other.apply(1, createCmd("from-snapshot", "body"))
-	var buf bytes.Buffer
-	sn := other.NewSnapshot()
-	if err := sn.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	sn.Release()
-	if err := s.Restore(&buf); err != nil {
-		t.Fatal(err)
-	}
+	restoreFrom(t, s.Store, other.Store)
 	waitKnownOrders(t, s)
 	assertAllExist(t, s, 405, []string{"from-snapshot"})
 	if r := s.apply(406, createCmd("o-1", "body"))[0]; !r.Outcome.Created {

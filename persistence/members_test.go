@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"testing"
@@ -54,15 +53,7 @@ func TestMembersDigestAndSnapshot(t *testing.T) {
 		t.Fatal("digest unchanged by a removal")
 	}
 	// A snapshot of a restores into b: same records, same digest, a's index.
-	var buf bytes.Buffer
-	sn := a.NewSnapshot()
-	if err := sn.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	sn.Release()
-	if err := b.Restore(&buf); err != nil {
-		t.Fatal(err)
-	}
+	restoreFrom(t, b, a)
 	if m, _ := b.Member("n2"); m == nil || *m != n2 {
 		t.Fatalf("n2 after restore: %+v", m)
 	}

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"testing"
@@ -55,4 +56,20 @@ func (ts *testStore) apply(idx uint64, cmds ...*Cmd) []Result {
 		ts.t.Fatal(err)
 	}
 	return out
+}
+
+// restoreFrom replaces dst's state with a snapshot of src, as a follower
+// installs the leader's snapshot.
+func restoreFrom(t *testing.T, dst, src *Store) {
+	t.Helper()
+	var buf bytes.Buffer
+	sn := src.NewSnapshot()
+	err := sn.Write(&buf)
+	sn.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
 }
