@@ -74,8 +74,58 @@ func (b *Batch) Get(key []byte) ([]byte, io.Closer, error) {
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{s: s, b: s.db.NewBatch(), orders: map[string]*order.Order{}, written: map[string][]byte{}}
+	b := &Batch{s: s, b: s.db.NewBatch(), orders: s.fsm.spareOrders, written: s.fsm.spareWritten}
+	s.fsm.spareOrders, s.fsm.spareWritten = nil, nil
+	if b.orders == nil {
+		b.orders = map[string]*order.Order{}
+	}
+	if b.written == nil {
+		b.written = map[string][]byte{}
+	}
+	return b
 }
+
+// fsmScratch is what the FSM keeps between its batches. Only the FSM's
+// goroutine uses it (batches are applied one at a time), so it has no lock.
+//
+// recent holds the decoded orders the last two committed batches wrote:
+// an acquirer's answer usually commits a batch or two after its order's
+// acceptance, and finding the order here saves decoding it from the cache
+// on every replica. They are the newest versions: a later write would be
+// in a newer batch, which is looked at first. The maps of a batch that
+// leaves recent, and its write overlay, are cleared and reused by the next
+// batch instead of growing new ones.
+type fsmScratch struct {
+	recent       [2]map[string]*order.Order
+	spareOrders  map[string]*order.Order
+	spareWritten map[string][]byte
+}
+
+// committed rotates the batch's maps into recent and the spares.
+func (f *fsmScratch) committed(b *Batch) {
+	old := f.recent[1]
+	f.recent[1], f.recent[0] = f.recent[0], b.orders
+	if old != nil {
+		clear(old)
+		f.spareOrders = old
+	}
+	clear(b.written)
+	f.spareWritten = b.written
+	b.orders, b.written = nil, nil
+}
+
+// recentOrder finds key among the orders the last batches wrote.
+func (f *fsmScratch) recentOrder(key []byte) *order.Order {
+	for _, m := range f.recent {
+		if o, ok := m[string(key)]; ok {
+			return o
+		}
+	}
+	return nil
+}
+
+// forget drops everything kept: the state is being replaced.
+func (f *fsmScratch) forget() { *f = fsmScratch{} }
 
 // Commit writes the batch with the Raft index it brings the store to. It
 // does not fsync: the Raft log is the durable record, and entries after the
@@ -92,6 +142,7 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 	for k := range b.orders {
 		b.s.orders.put([]byte(k), b.written[k])
 	}
+	b.s.fsm.committed(b)
 	return nil
 }
 
@@ -100,6 +151,9 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 func (b *Batch) getOrder(merchant, id string) (*order.Order, error) {
 	key := orderKey(merchant, id)
 	if o, ok := b.orders[string(key)]; ok {
+		return o, nil
+	}
+	if o := b.s.fsm.recentOrder(key); o != nil {
 		return o, nil
 	}
 	if o := b.s.orders.get(key); o != nil {

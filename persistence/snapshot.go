@@ -76,6 +76,7 @@ func (s *Store) Restore(r io.Reader) error {
 	// keys is rebuilt once the new state is in.
 	s.orders.clear()
 	defer s.orders.clear()
+	s.fsm.forget()
 	s.known.Store(nil)
 	batch := s.db.NewBatch()
 	defer func() { batch.Close() }()

@@ -52,6 +52,8 @@ const (
 type Store struct {
 	db     *pebble.DB
 	orders *orderCache
+	// fsm is state only the FSM's goroutine touches (apply.go).
+	fsm fsmScratch
 	// known filters order keys for the FSM's reads (known.go); replaced
 	// whole by Restore. loading tracks its background fill, which closing
 	// stops.
