@@ -33,7 +33,8 @@ type knownOrders struct {
 	complete atomic.Bool
 }
 
-// knownOrdersMinCapacity sizes the first filter: 1.2 MB of bits.
+// knownOrdersMinCapacity sizes the first filter: a million keys in 2 MB
+// (10 bits a key, rounded up to a power of two).
 const knownOrdersMinCapacity = 1 << 20
 
 func newKnownOrders() *knownOrders {
