@@ -61,9 +61,11 @@ type Config struct {
 	RaftLogOutput io.Writer
 }
 
-// logCacheEntries is how many recent log entries raft keeps in memory
-// (about 11 commands, a few KB, per entry under load).
-const logCacheEntries = 1024
+// logCacheEntries is how many recent log entries raft keeps in memory.
+// Entries are read back within milliseconds of their append (at most 4 are
+// in flight from the proposer), so a few hundred cover replication and
+// apply; the bound keeps the worst case (256 commands an entry) near 30 MB.
+const logCacheEntries = 256
 
 // Node is a running raft member.
 type Node struct {
