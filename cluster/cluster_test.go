@@ -24,7 +24,7 @@ func TestClusterLeaderKillRestart(t *testing.T) {
 	w := h.startWorkload(seed, 4, 20)
 	time.Sleep(500 * time.Millisecond)
 
-	ln, _ := h.leader()
+	ln, _ := h.waitLeaderNode(5 * time.Second)
 	old := indexOf(h, ln)
 	killed := time.Now()
 	h.kill(old)
@@ -59,7 +59,7 @@ func TestClusterMinorityPartition(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	w.halt()
 
-	ln, oldLeader := h.leader()
+	ln, oldLeader := h.waitLeaderNode(5 * time.Second)
 	var rest []raft.ServerAddress
 	for _, n := range h.nodes {
 		if n != ln {
@@ -301,7 +301,7 @@ func TestInterruptedRestoreRecovers(t *testing.T) {
 // out of both raft's configuration and the records.
 func TestClusterMembership(t *testing.T) {
 	h := newHarness(t, harnessOptions{seed: 1})
-	_, l := h.leader()
+	l := h.waitLeader(5 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n1 := h.nodes[1]

@@ -182,15 +182,24 @@ func (h *harness) leader() (*hnode, *Node) {
 
 func (h *harness) waitLeader(timeout time.Duration) *Node {
 	h.t.Helper()
+	_, l := h.waitLeaderNode(timeout)
+	return l
+}
+
+// waitLeaderNode waits for a leader and returns it with its harness node.
+// Tests ask this rather than leader() when they need one: with 150 ms
+// timeouts on a loaded machine an election can be under way at any moment.
+func (h *harness) waitLeaderNode(timeout time.Duration) (*hnode, *Node) {
+	h.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if _, l := h.leader(); l != nil {
-			return l
+		if n, l := h.leader(); l != nil {
+			return n, l
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	h.t.Fatalf("no leader after %s", timeout)
-	return nil
+	return nil, nil
 }
 
 // waitConverged waits until every running node has applied what the

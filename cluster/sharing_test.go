@@ -15,7 +15,7 @@ import (
 // with its own order, in fewer entries than commands.
 func TestProposalsSharePackedEntries(t *testing.T) {
 	h := newHarness(t, harnessOptions{seed: testSeed(t), nodes: 1})
-	_, leader := h.leader()
+	leader := h.waitLeader(5 * time.Second)
 	first := leader.Raft.LastIndex()
 
 	const workers, each = 50, 4
