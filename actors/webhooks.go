@@ -368,6 +368,13 @@ type endpointActor struct {
 	// leased maps every live delivery actor to its notification; the lease
 	// is released when the actor ends (its result committed, or given up).
 	leased map[string]string // delivery actor id → notification id
+	// An order's notifications go out one at a time, in the order they
+	// were queued: the next waits until the request of the one before has
+	// ended, so a merchant sees "processing" before "authorized" unless an
+	// attempt failed and is retried later (docs/webhooks.md). inFlight is
+	// the order each sending delivery actor is for.
+	inFlight   map[string]string // delivery actor id → order
+	busyOrders map[string]bool
 }
 
 // attemptSent tells the endpoint actor that a delivery actor's request has
@@ -378,17 +385,18 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		e.sending, e.leased = map[string]bool{}, map[string]string{}
+		e.inFlight, e.busyOrders = map[string]string{}, map[string]bool{}
 	case *persistence.Notification:
 		e.queue = append(e.queue, m)
 		e.fill(ctx)
 	case attemptSent:
-		delete(e.sending, m.id)
+		e.requestEnded(m.id)
 		e.fill(ctx)
 	case *actor.Terminated:
 		// A delivery actor finished, or gave up after its restarts: free
 		// its slot if it still held one. Its lease makes the dispatcher
 		// retry a lost one.
-		delete(e.sending, m.Who.Id)
+		e.requestEnded(m.Who.Id)
 		if id, ok := e.leased[m.Who.Id]; ok {
 			delete(e.leased, m.Who.Id)
 			e.w.release(id)
@@ -404,15 +412,39 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 	}
 }
 
+// requestEnded frees the slot and the order of a delivery actor whose
+// request has ended (or that ended without one).
+func (e *endpointActor) requestEnded(id string) {
+	delete(e.sending, id)
+	if o, ok := e.inFlight[id]; ok {
+		delete(e.inFlight, id)
+		delete(e.busyOrders, o)
+	}
+}
+
+// fill starts deliveries while slots are free, skipping (and keeping, in
+// their place) notifications whose order already has one under way.
 func (e *endpointActor) fill(ctx actor.Context) {
-	for len(e.sending) < e.w.cfg.PerEndpoint && len(e.queue) > 0 {
-		n := e.queue[0]
-		e.queue = e.queue[1:]
+	kept := e.queue[:0] // filtered in place: kept never passes the reader
+	for i, n := range e.queue {
+		if len(e.sending) >= e.w.cfg.PerEndpoint {
+			kept = append(kept, e.queue[i:]...)
+			break
+		}
+		o := n.Merchant + "\x00" + n.OrderID
+		if e.busyOrders[o] {
+			kept = append(kept, n)
+			continue
+		}
 		props := actor.PropsFromProducer(func() actor.Actor { return &deliveryActor{w: e.w, n: n} })
 		pid := ctx.Spawn(props)
 		e.sending[pid.Id] = true
 		e.leased[pid.Id] = n.ID
+		e.inFlight[pid.Id] = o
+		e.busyOrders[o] = true
 	}
+	clear(e.queue[len(kept):]) // drop the started ones' pointers
+	e.queue = kept
 }
 
 // deliveryActor makes one attempt at one notification and commits its

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -245,4 +246,67 @@ func TestWebhooksRetriesTimedWithoutPolling(t *testing.T) {
 	waitRunning(t, w)
 	w.Offer(list)
 	expectFailedOnOffsets(t, f, "timed", delays)
+}
+
+// An order's notifications go out one at a time and in order: its next one
+// waits for the request of the one before to end, while other orders'
+// notifications go on meanwhile.
+func TestWebhooksSendAnOrdersNotificationsInOrder(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var started []string // order_id/status, in the order requests began
+	attempt := func(_ context.Context, d webhook.Delivery) webhook.Attempt {
+		var body struct {
+			OrderID string `json:"order_id"`
+			Status  string `json:"status"`
+		}
+		if err := json.Unmarshal(d.Body, &body); err != nil {
+			t.Errorf("notification body: %v", err)
+		}
+		mu.Lock()
+		started = append(started, body.OrderID+"/"+body.Status)
+		mu.Unlock()
+		if body.OrderID == "o1" && body.Status == "authorized" {
+			<-release // the merchant's server is slow on this one
+		}
+		return webhook.Attempt{Delivered: true, HTTPCode: 200}
+	}
+	startWebhooks(t, f, attempt, []time.Duration{time.Second})
+	begun := func(want string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range started {
+			if s == want {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !begun(want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never sent; sent: %v", want, started)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	createWithCallback(t, f, "o1")
+	waitFor("o1/authorized")
+	settle := &Operation{Kind: order.KindSettle, Merchant: "m1", OrderID: "o1", Amount: 100}
+	if r, err := f.reg.Request(Key{"m1", "o1"}, settle, 5*time.Second); err != nil || r.(*Reply).Reject != nil {
+		t.Fatalf("settle: %v %+v", err, r)
+	}
+	// Another order is not held up by o1's slow request.
+	createWithCallback(t, f, "o2")
+	waitFor("o2/authorized")
+	time.Sleep(100 * time.Millisecond)
+	if begun("o1/settled") {
+		t.Fatalf("o1/settled sent while o1/authorized was still under way: %v", started)
+	}
+	close(release)
+	waitFor("o1/settled")
 }
