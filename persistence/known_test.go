@@ -44,15 +44,6 @@ func TestKnownOrdersHasNoFalseNegatives(t *testing.T) {
 	}
 }
 
-func createCmd(orderID, hash string) *Cmd {
-	return &Cmd{Order: &order.Command{
-		Kind: order.KindCreate, Time: 1, Merchant: "m1", OrderID: orderID, TxnID: "t-" + orderID,
-		RequestHash: hash,
-		Create: &order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 1,
-			Source: order.PaymentSource{Type: "card"}},
-	}}
-}
-
 // waitKnownOrders waits for the background fill of the store's filter.
 func waitKnownOrders(t *testing.T, s *testStore) {
 	t.Helper()

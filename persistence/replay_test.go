@@ -7,12 +7,10 @@ import (
 )
 
 func walletCreate(orderID, hash, replayKey string) *Cmd {
-	return &Cmd{Order: &order.Command{
-		Kind: order.KindCreate, Time: 1, Merchant: "m1", OrderID: orderID, TxnID: "t-" + orderID,
-		RequestHash: hash,
-		Create: &order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 1,
-			Source: order.PaymentSource{Type: "walleta-pay"}, ReplayKey: replayKey},
-	}}
+	c := createCmd(orderID, hash)
+	c.Order.Create.Source.Type = "walleta-pay"
+	c.Order.Create.ReplayKey = replayKey
+	return c
 }
 
 // A wallet token's transaction id is refused for a second order, in the

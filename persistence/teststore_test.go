@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+
+	"github.com/paygate/gateway/order"
 )
 
 // testStore is a store in a test's temporary folder that commands can be
@@ -72,4 +74,15 @@ func restoreFrom(t *testing.T, dst, src *Store) {
 	if err := dst.Restore(&buf); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// createCmd is a card payment's acceptance of order orderID of merchant m1,
+// its request identified by hash.
+func createCmd(orderID, hash string) *Cmd {
+	return &Cmd{Order: &order.Command{
+		Kind: order.KindCreate, Time: 1, Merchant: "m1", OrderID: orderID, TxnID: "t-" + orderID,
+		RequestHash: hash,
+		Create: &order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 1,
+			Source: order.PaymentSource{Type: "card"}},
+	}}
 }
