@@ -6,8 +6,8 @@ import (
 	"fmt"
 )
 
-// Binary codec of Order (the stored record) and Command (the replicated log
-// entry). JSON of both cost ~15% of a node's CPU per charge; this codec is
+// Binary codec of Order (the stored record), Command (the replicated log
+// entry) and TokenGrant (the stored token record). JSON of both cost ~15% of a node's CPU per charge; this codec is
 // hand-written, append-style and allocation-light.
 //
 // Format: a leading version byte, then every field in declaration order:
@@ -40,8 +40,9 @@ import (
 // Format versions: the first byte of an encoded order or command. A stored
 // order that starts with '{' is legacy JSON (persistence decodes it).
 const (
-	orderFormatV1   byte = 1
-	commandFormatV1 byte = 1
+	orderFormatV1      byte = 1
+	commandFormatV1    byte = 1
+	tokenGrantFormatV1 byte = 1
 )
 
 // ErrCodec is wrapped by every decoding error.
@@ -379,6 +380,29 @@ func (d *decoder) threeDSPtr() *ThreeDS {
 		Enrolled: d.string(), AuthenticationResult: d.string(), Version: d.string(),
 		ECI: d.string(), XID: d.string(), CAVV: d.string(),
 	}
+}
+
+// AppendTokenGrant appends the binary encoding of g to dst.
+func AppendTokenGrant(dst []byte, g *TokenGrant) []byte {
+	dst = append(dst, tokenGrantFormatV1)
+	dst = appendString(dst, g.Merchant)
+	dst = appendString(dst, g.CardID)
+	dst = binary.AppendVarint(dst, g.ExpiresAt)
+	return appendSource(dst, &g.Source)
+}
+
+// DecodeTokenGrant decodes what AppendTokenGrant encoded. b is not retained.
+func DecodeTokenGrant(b []byte) (*TokenGrant, error) {
+	d := newDecoder(b, tokenGrantFormatV1, "token grant")
+	g := &TokenGrant{}
+	g.Merchant = d.string()
+	g.CardID = d.string()
+	g.ExpiresAt = d.varint()
+	d.source(&g.Source)
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 func appendSource(dst []byte, s *PaymentSource) []byte {

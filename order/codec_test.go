@@ -152,6 +152,12 @@ func randomCommand(t testing.TB, rng *rand.Rand, mode fillMode) *order.Command {
 	return c
 }
 
+func randomTokenGrant(t testing.TB, rng *rand.Rand, mode fillMode) *order.TokenGrant {
+	g := &order.TokenGrant{}
+	fillRandom(t, rng, reflect.ValueOf(g).Elem(), mode, "TokenGrant")
+	return g
+}
+
 // roundTrip encodes v, decodes it, and requires the same value and, encoded
 // again, the same bytes.
 func roundTrip[T any](t *testing.T, where string, v *T, enc func([]byte, *T) []byte, dec func([]byte) (*T, error)) {
@@ -207,6 +213,19 @@ func TestCommandCodecRoundTrip(t *testing.T) {
 			checkAllSet(t, reflect.ValueOf(c).Elem(), "Command")
 		}
 		roundTrip(t, fmt.Sprintf("command %d", i), c, order.AppendCommand, order.DecodeCommand)
+	}
+}
+
+func TestTokenGrantCodecRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 0x746f6b))
+	roundTrip(t, "zero token grant", &order.TokenGrant{}, order.AppendTokenGrant, order.DecodeTokenGrant)
+	for i := range 500 {
+		mode := fillMode(i % 2)
+		g := randomTokenGrant(t, rng, mode)
+		if mode == fillAll {
+			checkAllSet(t, reflect.ValueOf(g).Elem(), "TokenGrant")
+		}
+		roundTrip(t, fmt.Sprintf("token grant %d", i), g, order.AppendTokenGrant, order.DecodeTokenGrant)
 	}
 }
 
@@ -285,16 +304,18 @@ func TestCodecRejectsGarbage(t *testing.T) {
 	}
 	decO := func(b []byte) error { _, err := order.DecodeOrder(b); return err }
 	decC := func(b []byte) error { _, err := order.DecodeCommand(b); return err }
+	decT := func(b []byte) error { _, err := order.DecodeTokenGrant(b); return err }
 	for i := range 50 {
 		check(fmt.Sprintf("order %d", i), order.AppendOrder(nil, randomOrder(t, rng, fillMode(i%2))), decO)
 		check(fmt.Sprintf("command %d", i), order.AppendCommand(nil, randomCommand(t, rng, fillMode(i%2))), decC)
+		check(fmt.Sprintf("token grant %d", i), order.AppendTokenGrant(nil, randomTokenGrant(t, rng, fillMode(i%2))), decT)
 	}
 	for _, b := range [][]byte{
 		nil, {1}, {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
 		{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, // varint longer than 10 bytes
 		{1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02},       // varint over 64 bits
 	} {
-		if decO(b) == nil || decC(b) == nil {
+		if decO(b) == nil || decC(b) == nil || decT(b) == nil {
 			t.Fatalf("%x: no error", b)
 		}
 	}

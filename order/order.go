@@ -106,6 +106,16 @@ type PaymentSource struct {
 	Billing        *Address `json:"billing_address,omitempty"`
 }
 
+// TokenGrant is what a payment token stands for: which merchant may charge
+// which stored card, until when, and the masked card details that payments
+// by the token show. Approving a payment that asked for a token issues one.
+type TokenGrant struct {
+	Merchant  string        `json:"merchant"`
+	CardID    string        `json:"card_id"`
+	ExpiresAt int64         `json:"expires_at"` // Unix ns
+	Source    PaymentSource `json:"source"`
+}
+
 // Order is the stored state of one order. Merchant plus ID is its identity.
 type Order struct {
 	Merchant         string        `json:"merchant"`

@@ -57,8 +57,10 @@ type Batch struct {
 	// commands of the same Raft batch read earlier ones' writes. A plain map
 	// is much cheaper than an indexed Pebble batch on the hot path.
 	written map[string][]byte
-	// orderBuf is putOrder's scratch encoding buffer.
-	orderBuf []byte
+	// encBuf is the scratch buffer of binary encodings (orders, tokens):
+	// each is encoded into it, then copied once at its exact size, since
+	// b.written keeps the value until the batch ends.
+	encBuf []byte
 }
 
 // Get reads through the batch: its own writes, then the store.
@@ -266,10 +268,8 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 // auto-settle schedule, and the form and 3-D Secure indexes (forms.go).
 func (b *Batch) putOrder(cur, next *order.Order) {
 	key := orderKey(next.Merchant, next.ID)
-	// Encoded into the batch's scratch buffer, then copied once at its
-	// exact size: b.written keeps the value until the batch ends.
-	b.orderBuf = order.AppendOrder(b.orderBuf[:0], next)
-	b.set(key, bytes.Clone(b.orderBuf))
+	b.encBuf = order.AppendOrder(b.encBuf[:0], next)
+	b.set(key, bytes.Clone(b.encBuf))
 	b.orders[string(key)] = next
 	if cur == nil {
 		b.s.known.Load().add(key)
@@ -308,10 +308,11 @@ func (b *Batch) applySideEffects(cmd *order.Command, next *order.Order, out orde
 		b.set(append([]byte(prefixReplay), cmd.Create.ReplayKey...), refKey("", next.Merchant, next.ID))
 	}
 	if cmd.Kind == order.KindAuthOutcome && cmd.Outcome.PaymentToken != "" {
-		b.putJSON(append([]byte(prefixToken), cmd.Outcome.PaymentToken...), &TokenRecord{
+		b.encBuf = order.AppendTokenGrant(b.encBuf[:0], &TokenRecord{
 			Merchant: next.Merchant, CardID: next.Source.CardID,
 			ExpiresAt: cmd.Outcome.TokenExpiresAt, Source: next.Source,
 		})
+		b.set(append([]byte(prefixToken), cmd.Outcome.PaymentToken...), bytes.Clone(b.encBuf))
 	}
 	// A 3-D Secure challenge notifies too: it delivers redirect_url
 	// (interface 6.1.2) although the status stays processing.

@@ -27,7 +27,7 @@ const (
 	prefixOrder    = "o/" // o/<merchant>\x00<order_id> → order, binary (order.AppendOrder; legacy: JSON)
 	prefixMerchant = "m/" // m/<merchant_id> → Merchant JSON
 	prefixCard     = "c/" // c/<card_id> → vault blob (PAN sealed, never a CVV)
-	prefixToken    = "t/" // t/<payment_token> → TokenRecord JSON
+	prefixToken    = "t/" // t/<payment_token> → TokenRecord (order.AppendTokenGrant)
 	prefixIdem     = "k/" // k/<merchant>\x00<idempotency key> → IdemRecord JSON
 	prefixSettle   = "s/" // s/<due ns BE><merchant>\x00<order_id> → "" (auto-settle schedule)
 	prefixPending  = "p/" // p/<merchant>\x00<order_id> → txn id (authorisation awaiting the acquirer)
@@ -320,17 +320,26 @@ func (s *Store) Card(cardID string) ([]byte, error) {
 	return get(s.db, append([]byte(prefixCard), cardID...))
 }
 
-// TokenRecord is a payment token: which merchant may use which card.
-type TokenRecord struct {
-	Merchant  string              `json:"merchant"`
-	CardID    string              `json:"card_id"`
-	ExpiresAt int64               `json:"expires_at"` // Unix ns
-	Source    order.PaymentSource `json:"source"`     // masked details to show on token payments
-}
+// TokenRecord is a payment token: which merchant may use which card. It is
+// stored in the order codec's binary form (order.AppendTokenGrant); records
+// written before it are JSON and still read.
+type TokenRecord = order.TokenGrant
 
 // Token returns the token record, or nil.
 func (s *Store) Token(token string) (*TokenRecord, error) {
-	return getJSON[TokenRecord](s.db, append([]byte(prefixToken), token...))
+	key := append([]byte(prefixToken), token...)
+	v, err := get(s.db, key)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	if len(v) > 0 && v[0] == '{' { // legacy JSON; the binary form starts with its version byte
+		var rec TokenRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return nil, fmt.Errorf("decode legacy JSON token: %w", err)
+		}
+		return &rec, nil
+	}
+	return order.DecodeTokenGrant(v)
 }
 
 // IdemRecord is the first answer to a request with an Idempotency-Key.
