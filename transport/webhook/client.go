@@ -1,21 +1,21 @@
 package webhook
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
-	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/transport/signature"
 )
@@ -88,11 +88,17 @@ const (
 // Client sends notifications, one attempt per Deliver call. It is safe for
 // concurrent use and keeps connections alive between attempts.
 type Client struct {
-	hc      *http.Client
-	tr      *http.Transport
-	ua      string
-	max     int64
-	timeout time.Duration // whole attempt: ConnectTimeout + ResponseTimeout
+	hc     *fasthttp.Client
+	guard  *Guard
+	dialer *net.Dialer
+	// tlsConfig is cloned for each host, with the host as ServerName, when the
+	// first https attempt to it is made.
+	tlsConfig       *tls.Config
+	ua              string
+	max             int
+	connectTimeout  time.Duration
+	responseTimeout time.Duration
+	timeout         time.Duration // whole attempt: ConnectTimeout + ResponseTimeout
 }
 
 // NewClient returns a Client for cfg.
@@ -112,41 +118,43 @@ func NewClient(cfg Config) *Client {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = DefaultUserAgent
 	}
-	g := cfg.Guard
-	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-	tr := &http.Transport{
-		// Never a proxy from the environment: the guard must see, and
-		// connect to, the real destination.
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-			return g.dial(ctx, dialer, network, address)
-		},
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    cfg.ConnectTimeout,
-		ResponseHeaderTimeout:  cfg.ResponseTimeout,
-		ForceAttemptHTTP2:      true, // a custom DialContext disables HTTP/2 otherwise
-		MaxIdleConns:           1024,
-		MaxIdleConnsPerHost:    64, // many notifications often go to one receiver
-		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
-		DisableCompression:     true, // read the body as sent; no decompression work
+	c := &Client{
+		guard:  cfg.Guard,
+		dialer: &net.Dialer{KeepAlive: 30 * time.Second},
+		// HTTP/1.1 is all fasthttp speaks; saying so lets a receiver that
+		// also offers h2 choose correctly.
+		tlsConfig:       &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}},
+		ua:              cfg.UserAgent,
+		max:             int(min(cfg.MaxResponseBytes, math.MaxInt32)),
+		connectTimeout:  cfg.ConnectTimeout,
+		responseTimeout: cfg.ResponseTimeout,
+		timeout:         cfg.ConnectTimeout + cfg.ResponseTimeout,
 	}
-	return &Client{
-		hc: &http.Client{
-			Transport: tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse // a 3xx is a failed attempt
-			},
-		},
-		tr:      tr,
-		ua:      cfg.UserAgent,
-		max:     cfg.MaxResponseBytes,
-		timeout: cfg.ConnectTimeout + cfg.ResponseTimeout,
+	c.hc = &fasthttp.Client{
+		// Connections only ever come from c.connect (through the guard,
+		// never a proxy), and requests go through c.roundTrip.
+		ConfigureClient:          c.configureHost,
+		Transport:                transport{c},
+		NoDefaultUserAgentHeader: true,
+		// Many notifications often go to one receiver. Waiting for a free
+		// connection is part of connecting.
+		MaxConnsPerHost:    512,
+		MaxConnWaitTimeout: cfg.ConnectTimeout,
+		// Most recently used first, as net/http: the connection least likely
+		// to have been closed by the receiver, and the others can expire.
+		ConnPoolStrategy:    fasthttp.LIFO,
+		MaxIdleConnDuration: 90 * time.Second,
+		ReadBufferSize:      64 << 10, // also the most response header accepted
+		// A POST the receiver may have acted on is never resent within an
+		// attempt; the caller schedules the next attempt.
+		MaxIdemponentCallAttempts: 1,
+		DisablePathNormalizing:    true, // send the path as url.Parse saw it
 	}
+	return c
 }
 
 // CloseIdleConnections closes kept-alive connections not in use.
-func (c *Client) CloseIdleConnections() { c.tr.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // Deliver makes one attempt to deliver d: a POST of d.Body to d.URL with
 // Content-Type application/json and the merchant and signature headers
@@ -169,47 +177,58 @@ func (c *Client) deliver(ctx context.Context, d Delivery) Attempt {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Attempt{Error: errInvalidURL}
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	var connected atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { connected.Store(true) },
-	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Body))
-	if err != nil {
-		return Attempt{Error: errInvalidURL}
+	if err := ctx.Err(); err != nil {
+		return Attempt{Error: classify(&attemptError{stageConnect, err})}
 	}
-	req.Header.Set("Content-Type", "application/json")
+	deadline := time.Now().Add(c.timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	// Built from url.Parse's result rather than parsed again by fasthttp, so
+	// the request goes to the host, path and query validated here.
+	uri := req.URI()
+	uri.SetScheme(u.Scheme)
+	uri.SetHost(u.Host)
+	uri.SetPath(u.EscapedPath())
+	uri.SetQueryString(u.RawQuery)
+	if u.User != nil { // sent as basic auth, as net/http did
+		uri.SetUsername(u.User.Username())
+		pw, _ := u.User.Password()
+		uri.SetPassword(pw)
+	}
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", c.ua)
+	req.Header.SetUserAgent(c.ua)
 	req.Header.Set("merchant", d.PublicKey)
 	req.Header.Set("signature", signature.Sign(d.PublicKey, d.Secret, d.Body))
+	req.SetBodyRaw(d.Body) // not copied: req is released before Deliver returns
+	if ctx.Done() != nil {
+		req.SetUserValue(ctxKey{}, ctx) // for roundTrip
+	}
 
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return Attempt{Error: classify(ctx, err, connected.Load())}
+	err = c.hc.DoDeadline(req, resp, deadline)
+	var ae *attemptError
+	if err != nil && (!errors.As(err, &ae) || ae.stage != stageBody) {
+		return Attempt{Error: classify(err)}
 	}
-	defer resp.Body.Close()
-	a := Attempt{HTTPCode: resp.StatusCode}
+	code := resp.StatusCode()
+	a := Attempt{HTTPCode: code}
 	switch {
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		a.Error = errRedirectStart + strconv.Itoa(resp.StatusCode) + ")"
-	case resp.StatusCode != http.StatusOK:
-		a.Error = errStatusPrefix + strconv.Itoa(resp.StatusCode)
-	}
-	body, tooLarge, err := readLimited(resp.Body, c.max)
-	switch {
-	case a.Error != "":
+	case code >= 300 && code < 400:
+		a.Error = errRedirectStart + strconv.Itoa(code) + ")"
+	case code != fasthttp.StatusOK:
 		// Not delivered whatever the body says. It was read (up to the limit)
 		// only so the connection can be reused.
+		a.Error = errStatusPrefix + strconv.Itoa(code)
 	case err != nil:
-		a.Error = errRead
-		if e := classify(ctx, err, true); e == errTimeout || e == errCanceled {
-			a.Error = e
-		}
-	case tooLarge:
-		a.Error = errTooLarge
-	case !statusOK(body):
+		a.Error = classify(err)
+	case !statusOK(resp.Body()):
 		a.Error = errNotOK
 	default:
 		a.Delivered = true
@@ -217,19 +236,223 @@ func (c *Client) deliver(ctx context.Context, d Delivery) Attempt {
 	return a
 }
 
-// readLimited reads at most max+1 bytes of r: the body if it fits in max
-// bytes, or tooLarge. A body that fits has been read to EOF, which lets the
-// transport reuse the connection; a larger one is abandoned (closing it drops
-// the connection) rather than drained.
-func readLimited(r io.Reader, max int64) (body []byte, tooLarge bool, err error) {
-	body, err = io.ReadAll(io.LimitReader(r, max+1))
+// ctxKey is the Request user value key under which deliver passes the
+// attempt's ctx to roundTrip.
+type ctxKey struct{}
+
+// stage is how far an attempt got.
+type stage uint8
+
+const (
+	stageConnect stage = iota // getting a connection: guard, DNS, TCP, TLS, pool
+	stageSend                 // writing the request, awaiting the first byte back
+	stageHeader               // reading the response header
+	stageBody                 // reading the body: the status is known
+)
+
+// attemptError is the error that ended an attempt, with the stage it ended
+// in: that tells a connect timeout from a response timeout, and a failed
+// attempt with a status code from one without.
+type attemptError struct {
+	stage stage
+	err   error
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// configureHost sets up the fasthttp.HostClient for one host: its
+// connections come from c.connect, with a TLS config naming that host.
+func (c *Client) configureHost(hc *fasthttp.HostClient) error {
+	var tlsConfig *tls.Config
+	if hc.IsTLS {
+		host, _, err := net.SplitHostPort(hc.Addr)
+		if err != nil {
+			return &attemptError{stageConnect, err}
+		}
+		tlsConfig = c.tlsConfig.Clone()
+		tlsConfig.ServerName = host
+	}
+	hc.DialTimeout = func(addr string, timeout time.Duration) (net.Conn, error) {
+		return c.connect(addr, timeout, tlsConfig)
+	}
+	return nil
+}
+
+// connect dials addr through the guard and, for https (tlsConfig set),
+// completes the TLS handshake, all within ConnectTimeout, or within timeout,
+// what is left of the attempt, if shorter (fasthttp passes 0 when it dials
+// for an attempt queued for a free connection). fasthttp uses a returned
+// *tls.Conn as is. Errors are stageConnect *attemptErrors.
+//
+// The attempt's ctx does not reach here: a cancellation during connect is
+// noticed once it ends.
+func (c *Client) connect(addr string, timeout time.Duration, tlsConfig *tls.Config) (net.Conn, error) {
+	if timeout <= 0 || timeout > c.connectTimeout {
+		timeout = c.connectTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	conn, err := c.guard.dial(ctx, c.dialer, "tcp", addr)
+	if err == nil && tlsConfig != nil {
+		conn, err = handshake(conn, tlsConfig, deadline)
+	}
 	if err != nil {
-		return nil, false, err
+		return nil, &attemptError{stageConnect, err}
 	}
-	if int64(len(body)) > max {
-		return nil, true, nil
+	return conn, nil
+}
+
+func handshake(conn net.Conn, cfg *tls.Config, deadline time.Time) (net.Conn, error) {
+	tc := tls.Client(conn, cfg)
+	err := conn.SetDeadline(deadline)
+	if err == nil {
+		err = tc.Handshake()
 	}
-	return body, false, nil
+	if err == nil {
+		err = conn.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// transport is the Client's fasthttp.RoundTripper.
+type transport struct{ c *Client }
+
+func (t transport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (retry bool, err error) {
+	return false, t.c.roundTrip(hc, req, resp)
+}
+
+// aLongTimeAgo is a deadline that makes pending I/O fail at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// roundTrip sends req and reads the answer into resp, on a kept-alive or new
+// connection. It differs from fasthttp's own transport as an attempt needs:
+// it waits at most ResponseTimeout for the answer to begin but lets the body
+// take until the attempt's deadline (net/http's ResponseHeaderTimeout), it
+// reports the stage it failed in (*attemptError), it skips kept-alive
+// connections the receiver has closed meanwhile, and it stops when the
+// attempt's ctx ends.
+func (c *Client) roundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) error {
+	deadline := time.Now().Add(req.GetTimeOut())
+	ctx, _ := req.UserValue(ctxKey{}).(context.Context)
+
+	cc, err := hc.AcquireConn(time.Until(deadline), false)
+	for err == nil && !cc.LastUseTime().IsZero() && !idleConnUsable(cc.Conn()) {
+		hc.CloseConn(cc)
+		cc, err = hc.AcquireConn(time.Until(deadline), false)
+	}
+	if ctx != nil && ctx.Err() != nil { // ended while connecting
+		if err == nil {
+			hc.CloseConn(cc)
+		}
+		err = ctx.Err()
+	}
+	if err != nil {
+		return &attemptError{stageConnect, err}
+	}
+
+	conn := cc.Conn()
+	var stop func() bool
+	if ctx != nil {
+		stop = context.AfterFunc(ctx, func() { conn.SetDeadline(aLongTimeAgo) })
+	}
+	keep, st, err := c.exchange(hc, conn, req, resp, deadline)
+	if stop != nil && !stop() {
+		// ctx ended: it is what made I/O fail, and conn's deadline is spoilt.
+		if err != nil {
+			err = ctx.Err()
+		}
+		keep = false
+	}
+	if keep {
+		hc.ReleaseConn(cc)
+	} else {
+		hc.CloseConn(cc)
+	}
+	if err != nil {
+		return &attemptError{st, err}
+	}
+	return nil
+}
+
+// exchange writes req to conn and reads the answer into resp. It returns
+// whether conn can be reused, and the stage reached.
+func (c *Client) exchange(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) (keep bool, st stage, err error) {
+	st = stageSend
+	if err = conn.SetWriteDeadline(deadline); err != nil {
+		return false, st, err
+	}
+	bw := hc.AcquireWriter(conn)
+	err = req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	hc.ReleaseWriter(bw)
+	if err != nil {
+		return false, st, err
+	}
+
+	headerDeadline := time.Now().Add(c.responseTimeout)
+	if deadline.Before(headerDeadline) {
+		headerDeadline = deadline
+	}
+	if err = conn.SetReadDeadline(headerDeadline); err != nil {
+		return false, st, err
+	}
+	br := hc.AcquireReader(conn)
+	defer hc.ReleaseReader(br)
+	// The first byte on its own, so that a receiver that closed or reset
+	// the connection without answering is told from a malformed answer.
+	if _, err = br.Peek(1); err != nil {
+		return false, st, err
+	}
+	st = stageHeader
+	if err = readHeader(&resp.Header, br); err != nil {
+		return false, st, err
+	}
+	code := resp.StatusCode()
+	keep = !resp.ConnectionClose() && code != fasthttp.StatusSwitchingProtocols
+	if code < 200 || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified {
+		return keep && br.Buffered() == 0, st, nil // no body
+	}
+
+	st = stageBody
+	if err = conn.SetReadDeadline(deadline); err != nil {
+		return false, st, err
+	}
+	// At most c.max bytes are read: a larger Content-Length or chunk fails
+	// at once with fasthttp.ErrBodyTooLarge, and the connection is dropped.
+	err = resp.ReadBody(br, c.max)
+	if err == nil && resp.Header.ContentLength() == -1 {
+		err = resp.Header.ReadTrailer(br) // the end of a chunked body
+	}
+	// Bytes beyond the answer mean the connection is out of step.
+	return keep && err == nil && br.Buffered() == 0, st, err
+}
+
+// maxInterim is how many interim (1xx) responses may come before the final
+// one, as in net/http.
+const maxInterim = 5
+
+var errInterim = errors.New("too many interim (1xx) responses")
+
+// readHeader reads the header of the final response: interim ones other
+// than 101 Switching Protocols are skipped.
+func readHeader(h *fasthttp.ResponseHeader, br *bufio.Reader) error {
+	for range maxInterim + 1 {
+		if err := h.Read(br); err != nil {
+			return err
+		}
+		if code := h.StatusCode(); code < 100 || code > 199 || code == fasthttp.StatusSwitchingProtocols {
+			return nil
+		}
+	}
+	return errInterim
 }
 
 // statusOK reports whether body is a JSON object whose "status" member (that
@@ -247,31 +470,45 @@ func statusOK(body []byte) bool {
 	return json.Unmarshal(raw, &s) == nil && s == "ok"
 }
 
-// classify maps a transport error to a stable, body-free Attempt.Error.
-func classify(ctx context.Context, err error, connected bool) string {
+// classify maps the error that ended an attempt to a stable, body-free
+// Attempt.Error.
+func classify(err error) string {
+	st := stageConnect // errors of fasthttp itself come before any connection
+	var ae *attemptError
+	if errors.As(err, &ae) {
+		st = ae.stage
+	}
 	var (
 		dnsErr  *net.DNSError
 		certErr *tls.CertificateVerificationError
 		unkErr  x509.UnknownAuthorityError
 		hostErr x509.HostnameError
 		recErr  tls.RecordHeaderError
-		netErr  net.Error
 	)
+	connected := st != stageConnect
 	switch {
 	case errors.Is(err, ErrRefused):
 		return errGuard
-	case errors.Is(err, context.Canceled) && ctx.Err() == context.Canceled:
+	case errors.Is(err, context.Canceled): // only ever the attempt's ctx
 		return errCanceled
-	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
+	case isTimeout(err):
 		if connected {
 			return errTimeout
 		}
 		return errConnTimeout
+	case st == stageBody:
+		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+			return errTooLarge
+		}
+		return errRead
+	case st == stageHeader: // malformed, too large, cut short
+		return errRequest
 	case errors.As(err, &dnsErr):
 		return errDNS
 	case errors.As(err, &certErr) || errors.As(err, &unkErr) || errors.As(err, &hostErr):
 		return errTLSCert
-	case errors.As(err, &recErr):
+	case errors.As(err, &recErr) && string(recErr.RecordHeader[:]) != "HTTP/":
+		// A plain HTTP answer to https is errConnect, as it was with net/http.
 		return errTLS
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return errConnRefused
@@ -283,4 +520,12 @@ func classify(ctx context.Context, err error, connected bool) string {
 		return errConnect
 	}
 	return errRequest
+}
+
+// isTimeout reports whether err is a deadline passing, including waiting in
+// vain for a free connection (fasthttp.ErrNoFreeConns).
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fasthttp.ErrNoFreeConns) ||
+		errors.As(err, &t) && t.Timeout()
 }

@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -262,35 +261,79 @@ func TestDeliverHugeResponseBody(t *testing.T) {
 	}
 }
 
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func TestReadLimitedReadsNoMore(t *testing.T) {
-	for _, size := range []int{0, 10, 4096, 4097, 1 << 20} {
-		cr := &countingReader{r: io.LimitReader(zeros{}, int64(size))}
-		body, tooLarge, err := readLimited(cr, 4096)
-		if err != nil || tooLarge != (size > 4096) || (!tooLarge && len(body) != size) {
-			t.Errorf("size %d: len %d tooLarge %v err %v", size, len(body), tooLarge, err)
+// The limit is exact whatever the body's framing: MaxResponseBytes is
+// accepted, one more is too large, and an endless body ends the attempt at
+// once.
+func TestDeliverBodyLimit(t *testing.T) {
+	const limit = 4096
+	body := func(size int) string {
+		if size < len(`{"status":"ok"}`) {
+			return strings.Repeat(" ", size)
 		}
-		if cr.n > 4097 {
-			t.Errorf("size %d: read %d bytes, limit 4096", size, cr.n)
+		return `{"status":"ok"}` + strings.Repeat(" ", size-len(`{"status":"ok"}`))
+	}
+	framings := map[string]func(conn net.Conn, b string){
+		"content-length": func(conn net.Conn, b string) {
+			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+		},
+		"chunked": func(conn net.Conn, b string) {
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+			for len(b) > 0 {
+				n := min(len(b), 1000)
+				fmt.Fprintf(conn, "%x\r\n%s\r\n", n, b[:n])
+				b = b[n:]
+			}
+			io.WriteString(conn, "0\r\n\r\n")
+		},
+		"until close": func(conn net.Conn, b string) {
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"+b)
+		},
+	}
+	for name, write := range framings {
+		for _, size := range []int{0, 10, limit, limit + 1, 1 << 20} {
+			addr := rawReceiver(t, func(conn net.Conn) {
+				defer conn.Close()
+				readRequest(conn)
+				write(conn, body(size))
+			})
+			c, _ := clientFor(t, Config{MaxResponseBytes: limit}, addr)
+			a := c.Deliver(context.Background(), testDelivery("http://"+addr.String()+"/"))
+			switch {
+			case size > limit && a.Error != errTooLarge:
+				t.Errorf("%s, %d bytes: %+v, want %q", name, size, a, errTooLarge)
+			case size <= limit && size >= len(`{"status":"ok"}`) && !a.Delivered:
+				t.Errorf("%s, %d bytes: %+v, want delivered", name, size, a)
+			case size < len(`{"status":"ok"}`) && a.Error != errNotOK:
+				t.Errorf("%s, %d bytes: %+v, want %q", name, size, a, errNotOK)
+			}
 		}
 	}
-}
 
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
+	endless := map[string]string{
+		"content-length": "HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\n\r\n",
+		"until close":    "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n",
+	}
+	for name, header := range endless {
+		addr := rawReceiver(t, func(conn net.Conn) {
+			defer conn.Close()
+			readRequest(conn)
+			io.WriteString(conn, header)
+			chunk := bytes.Repeat([]byte(" "), 32<<10)
+			for i := 0; i < 1<<15; i++ { // up to 1 GiB
+				if _, err := conn.Write(chunk); err != nil {
+					return
+				}
+			}
+		})
+		c, _ := clientFor(t, Config{MaxResponseBytes: limit}, addr)
+		start := time.Now()
+		if a := c.Deliver(context.Background(), testDelivery("http://"+addr.String()+"/")); a.Error != errTooLarge || a.HTTPCode != 200 {
+			t.Errorf("endless body, %s: %+v", name, a)
+		}
+		if el := time.Since(start); el > 3*time.Second {
+			t.Errorf("endless body, %s: took %v", name, el)
+		}
+	}
 }
 
 func TestDeliverRedirectNotFollowed(t *testing.T) {
@@ -348,7 +391,9 @@ func TestDeliverReusesConnections(t *testing.T) {
 	}
 }
 
-func TestDeliverHTTP2OverTLS(t *testing.T) {
+// HTTPS with certificate verification. The client speaks HTTP/1.1 only,
+// also to a receiver that offers HTTP/2.
+func TestDeliverOverTLS(t *testing.T) {
 	var proto atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		proto.Store(int64(r.ProtoMajor))
@@ -366,14 +411,12 @@ func TestDeliverHTTP2OverTLS(t *testing.T) {
 	}
 
 	c2, _ := clientFor(t, Config{}, addr)
-	pool := x509.NewCertPool()
-	pool.AddCert(srv.Certificate())
-	c2.tr.TLSClientConfig.RootCAs = pool
+	trust(c2, srv)
 	if a := c2.Deliver(context.Background(), testDelivery(srv.URL)); !a.Delivered {
 		t.Fatalf("Deliver = %+v", a)
 	}
-	if proto.Load() != 2 {
-		t.Errorf("request used HTTP/%d, want HTTP/2", proto.Load())
+	if proto.Load() != 1 {
+		t.Errorf("request used HTTP/%d, want HTTP/1.1", proto.Load())
 	}
 }
 

@@ -49,4 +49,18 @@
 //
 // With AllowPrivate (the --allow-private-callbacks flag, set by --dev) only
 // the syntax checks apply and every address may be dialled.
+//
+// # Client
+//
+// The Client is built on fasthttp rather than net/http: a kept-alive
+// connection waits in the pool without the two goroutines net/http keeps per
+// connection, and an attempt reuses pooled request and response objects.
+// Notifications are sent over HTTP/1.1 only; HTTP/2 is not negotiated, even
+// with receivers that offer it. Every connection comes from the guard's
+// dialer, and for https its TLS handshake (TLS 1.2 or later, certificate
+// and host name verified) is part of connecting. As net/http noticed with its
+// per-connection reader, a kept-alive connection the receiver has closed
+// (or written to unasked) is not reused: it is checked just before reuse, on
+// Unix systems; elsewhere an attempt on it fails as "connection closed before
+// response" and the next attempt opens a new one.
 package webhook
