@@ -75,13 +75,13 @@ func (b *Batch) addNotification(o *order.Order, now int64) {
 		State:       NotifyPending,
 		NextDueAt:   now,
 	}
-	b.putJSON(notifyKey(n.ID), n)
+	b.putNotification(n)
 	b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), nil)
 	b.Created = append(b.Created, n)
 }
 
 func (b *Batch) applyNotify(u *NotifyUpdate) Result {
-	n, err := getJSON[Notification](b, notifyKey(u.ID))
+	n, err := readNotification(b, u.ID)
 	if err != nil {
 		panic(fmt.Sprintf("persistence: read notification: %v", err))
 	}
@@ -121,7 +121,7 @@ func (b *Batch) applyNotify(u *NotifyUpdate) Result {
 			n.NextDueAt = u.NextDueAt
 		}
 	}
-	b.putJSON(notifyKey(n.ID), n)
+	b.putNotification(n)
 	if n.State == NotifyPending {
 		b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), nil)
 	}
@@ -130,7 +130,7 @@ func (b *Batch) applyNotify(u *NotifyUpdate) Result {
 
 // Notification returns a notification by id, or nil.
 func (s *Store) Notification(id string) (*Notification, error) {
-	return getJSON[Notification](s.db, notifyKey(id))
+	return readNotification(s.db, id)
 }
 
 // DueNotifications lists up to limit pending notifications due at or before

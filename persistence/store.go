@@ -31,7 +31,7 @@ const (
 	prefixIdem     = "k/" // k/<merchant>\x00<idempotency key> → IdemRecord JSON
 	prefixSettle   = "s/" // s/<due ns BE><merchant>\x00<order_id> → "" (auto-settle schedule)
 	prefixPending  = "p/" // p/<merchant>\x00<order_id> → txn id (authorisation awaiting the acquirer)
-	prefixNotify   = "w/" // w/<notification id> → Notification JSON
+	prefixNotify   = "w/" // w/<notification id> → Notification (notify_codec.go)
 	prefixDue      = "q/" // q/<due ns BE><notification id> → "" (webhook queue)
 	prefixReplay   = "r/" // r/<wallet replay key> → <merchant>\x00<order_id> (wallet token used)
 )
@@ -402,12 +402,4 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	panic(fmt.Sprintf(format, args...))
-}
-
-func decodeNotification(v []byte) (*Notification, error) {
-	var n Notification
-	if err := json.Unmarshal(v, &n); err != nil {
-		return nil, fmt.Errorf("decode notification: %w", err)
-	}
-	return &n, nil
 }
