@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,6 +118,9 @@ func TestWorkloads(t *testing.T) {
 			}
 			if rep.Errors.Total != 0 || g.badAuth.Load() != 0 {
 				t.Errorf("errors %+v, refused signatures %d", rep.Errors, g.badAuth.Load())
+			}
+			if h := rep.HostCPU; runtime.GOOS == "linux" && (h == nil || h.BusyPct <= 0 || h.BusyPct+h.StealPct+h.IOWaitPct > 100.001) {
+				t.Errorf("host CPU %+v", h)
 			}
 			if rep.Duration != cfg.Duration.Seconds() || rep.Interrupted {
 				t.Errorf("duration %v interrupted %v", rep.Duration, rep.Interrupted)

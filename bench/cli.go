@@ -279,6 +279,9 @@ func mainCompare(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "A = %s\nB = %s\n", args[0], args[1])
 	rows, note := Compare(a, b)
 	WriteComparison(stdout, rows, note)
+	if s := stealNote(a, b); s != "" {
+		fmt.Fprintln(stdout, s)
+	}
 	return ExitOK
 }
 

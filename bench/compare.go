@@ -80,6 +80,26 @@ func div(b, a float64) float64 {
 	return b / a
 }
 
+// stealNote says how much CPU the hypervisor took during each side's runs
+// (the most of any run on that side), when either side took notable steal:
+// ratios between such runs say more about the host than about the code.
+func stealNote(a, b []Report) string {
+	most := func(rs []Report) (pct float64, known bool) {
+		for _, r := range rs {
+			if r.HostCPU != nil {
+				pct, known = max(pct, r.HostCPU.StealPct), true
+			}
+		}
+		return pct, known
+	}
+	sa, ka := most(a)
+	sb, kb := most(b)
+	if !ka || !kb || max(sa, sb) < stealWarnPct {
+		return ""
+	}
+	return fmt.Sprintf("host CPU stolen by the hypervisor: up to %.0f%% in A, %.0f%% in B; ratios also measure the host", sa, sb)
+}
+
 // WriteComparison prints the ratios as a table.
 func WriteComparison(w io.Writer, rows []Ratio, note string) {
 	if note != "" {

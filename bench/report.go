@@ -27,6 +27,7 @@ type Report struct {
 	Interrupted bool                `json:"interrupted,omitzero"`
 	Mix         string              `json:"mix,omitzero"`
 	Machine     Machine             `json:"machine"`
+	HostCPU     *HostCPU            `json:"host_cpu,omitzero"` // Linux only
 	Ops         map[string]OpReport `json:"ops"`
 	Errors      ErrorReport         `json:"errors"`
 	OpenLoop    *OpenLoopReport     `json:"open_loop,omitzero"`
@@ -209,6 +210,9 @@ func (r *Report) WriteSummary(w io.Writer) {
 	if ol := r.OpenLoop; ol != nil {
 		fmt.Fprintf(w, "open loop: %d scheduled, %d sent, %d dropped (queue full), %d late (>%s after intended time)\n",
 			ol.Scheduled, ol.Sent, ol.Dropped, ol.Late, lateAfter)
+	}
+	if r.HostCPU != nil {
+		fmt.Fprintln(w, r.HostCPU.summary())
 	}
 	if wh := r.Webhooks; wh != nil {
 		fmt.Fprintf(w, "webhooks: %d/%d delivered (%.1f/s), %d undelivered; %d received in all, %d duplicates, %d unmatched, %d bad signatures\n",

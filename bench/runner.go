@@ -43,6 +43,9 @@ type run struct {
 	poolMade     atomic.Int64
 	measureStart time.Time
 	end          time.Time
+	// host CPU counters at the window's start and end (Linux)
+	cpuAtStart, cpuAtEnd cpuTimes
+	cpuMeasured          atomic.Bool // both were read
 
 	// open loop
 	scheduled, sent, dropped, late atomic.Int64
@@ -221,11 +224,25 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	r.measureStart = start.Add(r.cfg.Warmup)
 	r.end = r.measureStart.Add(r.cfg.Duration)
 	r.phase.Store("load")
+	cpuStartRead := make(chan bool, 1)
+	cpuTimer := time.AfterFunc(r.cfg.Warmup, func() {
+		var ok bool
+		r.cpuAtStart, ok = readCPUTimes()
+		cpuStartRead <- ok
+	})
 	var early bool
 	if r.cfg.Rate > 0 {
 		early = r.openLoop(iter)
 	} else {
 		early = r.closedLoop(iter)
+	}
+	select {
+	case ok := <-cpuStartRead: // not read if the run ended during the warmup
+		var okEnd bool
+		r.cpuAtEnd, okEnd = readCPUTimes()
+		r.cpuMeasured.Store(ok && okEnd)
+	default:
+		cpuTimer.Stop()
 	}
 	interrupted := r.ctx.Err() != nil
 	if !early && !interrupted {
@@ -373,6 +390,9 @@ func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool
 		Ops:         buildOps(m, window),
 		Errors:      buildErrors(m),
 		Webhooks:    webhooks,
+	}
+	if r.cpuMeasured.Load() {
+		rep.HostCPU = hostCPUBetween(r.cpuAtStart, r.cpuAtEnd)
 	}
 	if r.cfg.Workload == WorkloadMixed {
 		rep.Mix = r.cfg.Mix.String()
