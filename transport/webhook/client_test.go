@@ -205,24 +205,6 @@ func TestDeliverTimeoutReadingBody(t *testing.T) {
 	}
 }
 
-func TestDeliverCanceled(t *testing.T) {
-	release := make(chan struct{})
-	url, addr := receiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client leaving
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	t.Cleanup(func() { close(release) })
-	c, _ := clientFor(t, Config{}, addr)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	if a := c.Deliver(ctx, testDelivery(url)); a.Delivered || a.Error != "canceled" {
-		t.Fatalf("Deliver = %+v, want canceled", a)
-	}
-}
-
 // An endless body: only MaxResponseBytes (+1 to notice the excess) is read,
 // and the attempt ends at once.
 func TestDeliverHugeResponseBody(t *testing.T) {

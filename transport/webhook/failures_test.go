@@ -225,17 +225,24 @@ func TestDeliverMalformedResponses(t *testing.T) {
 	}
 }
 
-// A ctx deadline shorter than the client's own bounds the attempt.
-func TestDeliverContextDeadline(t *testing.T) {
+// hangingReceiver reads each request and never answers it, until the
+// client leaves or the test ends.
+func hangingReceiver(t *testing.T) (string, netip.AddrPort) {
 	release := make(chan struct{})
 	url, addr := receiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		io.Copy(io.Discard, r.Body) // lets the server notice the client leaving
 		select {
 		case <-r.Context().Done():
 		case <-release:
 		}
 	}))
-	t.Cleanup(func() { close(release) })
+	t.Cleanup(func() { close(release) }) // before the server closes: cleanups run last first
+	return url, addr
+}
+
+// A ctx deadline shorter than the client's own bounds the attempt.
+func TestDeliverContextDeadline(t *testing.T) {
+	url, addr := hangingReceiver(t)
 	c, _ := clientFor(t, Config{}, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -244,15 +251,7 @@ func TestDeliverContextDeadline(t *testing.T) {
 
 // Cancellation ends an attempt at once, whatever it is waiting for.
 func TestDeliverCanceledPromptly(t *testing.T) {
-	release := make(chan struct{})
-	url, addr := receiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	t.Cleanup(func() { close(release) })
+	url, addr := hangingReceiver(t)
 	c, _ := clientFor(t, Config{}, addr)
 
 	ctx, cancel := context.WithCancel(context.Background())
