@@ -57,7 +57,8 @@ type Batch struct {
 	// commands of the same Raft batch read earlier ones' writes. A plain map
 	// is much cheaper than an indexed Pebble batch on the hot path.
 	written map[string][]byte
-	// encBuf is the scratch buffer of binary encodings (orders, tokens):
+	// encBuf is the scratch buffer of binary encodings (orders, tokens,
+	// notifications):
 	// each is encoded into it, then copied once at its exact size, since
 	// b.written keeps the value until the batch ends.
 	encBuf []byte
