@@ -58,9 +58,8 @@ type Batch struct {
 	// is much cheaper than an indexed Pebble batch on the hot path.
 	written map[string][]byte
 	// encBuf is the scratch buffer of binary encodings (orders, tokens,
-	// notifications):
-	// each is encoded into it, then copied once at its exact size, since
-	// b.written keeps the value until the batch ends.
+	// notifications): each is encoded into it, then copied once at its
+	// exact size, since b.written keeps the value until the batch ends.
 	encBuf []byte
 }
 
