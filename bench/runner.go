@@ -43,9 +43,7 @@ type run struct {
 	poolMade     atomic.Int64
 	measureStart time.Time
 	end          time.Time
-	// host CPU counters at the window's start and end (Linux)
-	cpuAtStart, cpuAtEnd cpuTimes
-	cpuMeasured          atomic.Bool // both were read
+	hostCPU      *HostCPU // over the window (Linux); set by measure
 
 	// open loop
 	scheduled, sent, dropped, late atomic.Int64
@@ -224,11 +222,14 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	r.measureStart = start.Add(r.cfg.Warmup)
 	r.end = r.measureStart.Add(r.cfg.Duration)
 	r.phase.Store("load")
-	cpuStartRead := make(chan bool, 1)
+	type cpuSample struct {
+		t  cpuTimes
+		ok bool
+	}
+	cpuAtStart := make(chan cpuSample, 1)
 	cpuTimer := time.AfterFunc(r.cfg.Warmup, func() {
-		var ok bool
-		r.cpuAtStart, ok = readCPUTimes()
-		cpuStartRead <- ok
+		t, ok := readCPUTimes()
+		cpuAtStart <- cpuSample{t, ok}
 	})
 	var early bool
 	if r.cfg.Rate > 0 {
@@ -237,10 +238,10 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 		early = r.closedLoop(iter)
 	}
 	select {
-	case ok := <-cpuStartRead: // not read if the run ended during the warmup
-		var okEnd bool
-		r.cpuAtEnd, okEnd = readCPUTimes()
-		r.cpuMeasured.Store(ok && okEnd)
+	case start := <-cpuAtStart: // not read if the run ended during the warmup
+		if end, ok := readCPUTimes(); start.ok && ok {
+			r.hostCPU = hostCPUBetween(start.t, end)
+		}
 	default:
 		cpuTimer.Stop()
 	}
@@ -390,9 +391,7 @@ func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool
 		Ops:         buildOps(m, window),
 		Errors:      buildErrors(m),
 		Webhooks:    webhooks,
-	}
-	if r.cpuMeasured.Load() {
-		rep.HostCPU = hostCPUBetween(r.cpuAtStart, r.cpuAtEnd)
+		HostCPU:     r.hostCPU,
 	}
 	if r.cfg.Workload == WorkloadMixed {
 		rep.Mix = r.cfg.Mix.String()
