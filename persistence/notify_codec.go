@@ -87,11 +87,7 @@ func decodeNotification(v []byte) (*Notification, error) {
 
 // readNotification reads a notification by id through r, or nil.
 func readNotification(r reader, id string) (*Notification, error) {
-	v, err := get(r, notifyKey(id))
-	if err != nil || v == nil {
-		return nil, err
-	}
-	return decodeNotification(v)
+	return readDecoded(r, notifyKey(id), decodeNotification)
 }
 
 // putNotification writes n's record in this batch.

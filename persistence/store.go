@@ -194,6 +194,13 @@ func (s *Store) GetOrder(merchant, id string) (*order.Order, error) {
 
 // readOrder reads and decodes a stored order, or returns nil when absent.
 func readOrder(r reader, key []byte) (*order.Order, error) {
+	return readDecoded(r, key, decodeOrderValue)
+}
+
+// readDecoded reads the value at key and decodes it in place, or returns
+// nil when absent. decode must copy what it keeps: v is Pebble's buffer,
+// valid only until the read is closed (the binary codecs and JSON do).
+func readDecoded[T any](r reader, key []byte, decode func(v []byte) (*T, error)) (*T, error) {
 	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -202,7 +209,7 @@ func readOrder(r reader, key []byte) (*order.Order, error) {
 		return nil, err
 	}
 	defer closer.Close()
-	return decodeOrderValue(v) // copies: v is Pebble's buffer
+	return decode(v)
 }
 
 // decodeOrderValue decodes a stored order value: the binary encoding
@@ -327,11 +334,11 @@ type TokenRecord = order.TokenGrant
 
 // Token returns the token record, or nil.
 func (s *Store) Token(token string) (*TokenRecord, error) {
-	key := append([]byte(prefixToken), token...)
-	v, err := get(s.db, key)
-	if err != nil || v == nil {
-		return nil, err
-	}
+	return readDecoded(s.db, append([]byte(prefixToken), token...), decodeTokenValue)
+}
+
+// decodeTokenValue decodes a stored token record, binary or legacy JSON.
+func decodeTokenValue(v []byte) (*TokenRecord, error) {
 	if len(v) > 0 && v[0] == '{' { // legacy JSON; the binary form starts with its version byte
 		var rec TokenRecord
 		if err := json.Unmarshal(v, &rec); err != nil {
