@@ -87,6 +87,21 @@ type Webhooks struct {
 type webhookMetrics struct {
 	delivered, failed *metrics.Counter
 	latency           *metrics.PrometheusHistogram
+	// attempts counts attempts by kind; the counters are made once, so an
+	// attempt does not format a metric name and look it up.
+	attempts [attemptKinds]*metrics.Counter
+}
+
+func newWebhookMetrics() webhookMetrics {
+	m := webhookMetrics{
+		delivered: metrics.GetOrCreateCounter(`gateway_webhook_delivered_total`),
+		failed:    metrics.GetOrCreateCounter(`gateway_webhook_failed_total`),
+		latency:   metrics.GetOrCreatePrometheusHistogram(`gateway_webhook_delivery_seconds`),
+	}
+	for k, name := range attemptKindNames {
+		m.attempts[k] = metrics.GetOrCreateCounter(fmt.Sprintf(`gateway_webhook_attempts_total{result=%q}`, name))
+	}
+	return m
 }
 
 // webhookLeaseSlack is added to an attempt's timeout to form its lease.
@@ -107,11 +122,7 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 		cfg: cfg, system: system, wake: make(chan struct{}, 1), offered: make(chan struct{}, 1),
 		inflight: map[string]time.Time{},
 		done:     map[string]time.Time{},
-		m: webhookMetrics{
-			delivered: metrics.GetOrCreateCounter(`gateway_webhook_delivered_total`),
-			failed:    metrics.GetOrCreateCounter(`gateway_webhook_failed_total`),
-			latency:   metrics.GetOrCreatePrometheusHistogram(`gateway_webhook_delivery_seconds`),
-		},
+		m:        newWebhookMetrics(),
 	}
 	metrics.GetOrCreateGauge(`gateway_webhook_pending`, func() float64 {
 		n, err := cfg.Store.PendingNotificationCount()
@@ -485,7 +496,7 @@ func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
 	if !res.Delivered {
 		upd.NextDueAt = NextAttemptAt(n, start, w.cfg.RetryDelays)
 	}
-	metrics.GetOrCreateCounter(fmt.Sprintf(`gateway_webhook_attempts_total{result=%q}`, attemptResult(res))).Inc()
+	w.m.attempts[attemptResult(res)].Inc()
 	return upd
 }
 
@@ -530,20 +541,40 @@ func NextAttemptAt(n *persistence.Notification, attemptAt time.Time, delays []ti
 	return first + int64(delays[failures-1])
 }
 
-func attemptResult(a webhook.Attempt) string {
+// attemptKind classifies an attempt for the attempts metric.
+type attemptKind int
+
+const (
+	attemptDelivered attemptKind = iota
+	attemptHTTPStatus
+	attemptRefused
+	attemptTimeout
+	attemptConnect
+	attemptBadAnswer
+	attemptOther
+	attemptKinds // the number of kinds
+)
+
+// attemptKindNames are the metric's result label values.
+var attemptKindNames = [attemptKinds]string{
+	attemptDelivered: "delivered", attemptHTTPStatus: "http_status", attemptRefused: "refused",
+	attemptTimeout: "timeout", attemptConnect: "connect", attemptBadAnswer: "bad_answer", attemptOther: "other",
+}
+
+func attemptResult(a webhook.Attempt) attemptKind {
 	switch {
 	case a.Delivered:
-		return "delivered"
+		return attemptDelivered
 	case strings.HasPrefix(a.Error, "http status"):
-		return "http_status"
+		return attemptHTTPStatus
 	case strings.Contains(a.Error, "SSRF"):
-		return "refused"
+		return attemptRefused
 	case strings.Contains(a.Error, "timeout"):
-		return "timeout"
+		return attemptTimeout
 	case strings.HasPrefix(a.Error, "connect"):
-		return "connect"
+		return attemptConnect
 	case strings.HasPrefix(a.Error, "response is not"):
-		return "bad_answer"
+		return attemptBadAnswer
 	}
-	return "other"
+	return attemptOther
 }

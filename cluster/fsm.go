@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/raft"
 
 	"github.com/paygate/gateway/persistence"
@@ -31,6 +33,8 @@ type FSM struct {
 	// notifications it created (the dispatcher wakes on them). It runs on
 	// the FSM goroutine: it must not block.
 	OnCommit func(created []*persistence.Notification, merchants []*persistence.Merchant)
+	// applyLat times each batch of entries applied to the store.
+	applyLat *metrics.PrometheusHistogram
 }
 
 // NewFSM makes an FSM over store.
@@ -39,7 +43,7 @@ func NewFSM(store *persistence.Store, logger *slog.Logger) (*FSM, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FSM{store: store, logger: logger}
+	f := &FSM{store: store, logger: logger, applyLat: metrics.GetOrCreatePrometheusHistogramExt(`gateway_fsm_apply_seconds`, stageBuckets)}
 	f.applied.Store(idx)
 	return f, nil
 }
@@ -55,6 +59,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 // ApplyBatch implements raft.BatchingFSM. The response for a command entry
 // is a []persistence.Result, one per command in the entry.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	start := time.Now()
+	defer f.applyLat.UpdateDuration(start)
 	out := make([]any, len(logs))
 	applied := f.applied.Load()
 	var last uint64

@@ -31,9 +31,10 @@ const (
 
 // proposal is one command waiting for its entry.
 type proposal struct {
-	ctx  context.Context
-	cmd  persistence.Cmd
-	done chan proposalAnswer // buffered: the answerer never blocks
+	ctx    context.Context
+	queued time.Time
+	cmd    persistence.Cmd
+	done   chan proposalAnswer // buffered: the answerer never blocks
 }
 
 type proposalAnswer struct {
@@ -64,7 +65,7 @@ func newCollector(n *Node) *collector {
 
 // propose queues cmd and waits for its result or ctx's end.
 func (c *collector) propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
-	p := &proposal{ctx: ctx, cmd: *cmd, done: make(chan proposalAnswer, 1)}
+	p := &proposal{ctx: ctx, queued: time.Now(), cmd: *cmd, done: make(chan proposalAnswer, 1)}
 	select {
 	case c.queue <- p:
 	case <-ctx.Done():
@@ -117,6 +118,7 @@ func (c *collector) take(first *proposal) []*proposal {
 			p.done <- proposalAnswer{err: fmt.Errorf("%w: not proposed within the deadline: %v", ErrNoLeader, err)}
 			return
 		}
+		c.node.proposalWait.UpdateDuration(p.queued)
 		batch = append(batch, p)
 	}
 	add(first)
