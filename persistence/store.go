@@ -94,7 +94,9 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 // every proposal, waits. They show as latency spikes; the metrics say when.
 func writeStallListener(logger *slog.Logger) *pebble.EventListener {
 	stalls := metrics.GetOrCreateCounter(`gateway_pebble_write_stalls_total`)
-	stalled := metrics.GetOrCreateHistogram(`gateway_pebble_write_stall_seconds`)
+	// A Prometheus histogram shows its buckets before the first stall, so
+	// dashboards and alerts find the metric on a healthy node too.
+	stalled := metrics.GetOrCreatePrometheusHistogram(`gateway_pebble_write_stall_seconds`)
 	var began atomic.Int64
 	return &pebble.EventListener{
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
