@@ -22,15 +22,11 @@ func TestDocumentedMetricsExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := string(doc)
-	start := strings.Index(section, "## Metrics")
-	if start < 0 {
+	_, section, found := strings.Cut(string(doc), "\n## Metrics\n")
+	if !found {
 		t.Fatal("docs/cluster.md has no Metrics section")
 	}
-	section = section[start:]
-	if end := strings.Index(section[len("## Metrics"):], "\n## "); end >= 0 {
-		section = section[:len("## Metrics")+end]
-	}
+	section, _, _ = strings.Cut(section, "\n## ") // up to the next section
 	var documented []string
 	for _, m := range regexp.MustCompile("`(gateway_[a-z_]+)").FindAllStringSubmatch(section, -1) {
 		documented = append(documented, m[1])
