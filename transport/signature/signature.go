@@ -30,8 +30,8 @@ func Sign(publicKey, secret string, body []byte) string {
 	return string(out[:])
 }
 
-// Verify reports whether sig is the signature of body for the key pair. It
-// does not allocate for well-formed input and compares in constant time.
+// Verify reports whether sig is the signature of body for the key pair, in
+// constant time. For repeated use of one key pair, Key is cheaper.
 func Verify(publicKey, secret string, body []byte, sig []byte) bool {
 	var want [encodedLen]byte
 	sign(want[:], publicKey, secret, body)
@@ -55,14 +55,23 @@ func sign(dst []byte, publicKey, secret string, body []byte) {
 // and reset between uses instead of rebuilt (the key schedule of
 // HMAC-SHA512 is most of a short message's cost). Safe for concurrent use.
 type Key struct {
-	publicKey string
-	pool      sync.Pool // hash.Hash keyed with the secret
+	// publicKey is kept as bytes: converting a string for each Write would
+	// allocate, since the hash is behind an interface.
+	publicKey []byte
+	pool      sync.Pool // *keyedMAC
+}
+
+// keyedMAC is an HMAC state keyed with the secret, with room for its sum:
+// a sum on the stack would escape through the hash.Hash interface.
+type keyedMAC struct {
+	mac hash.Hash
+	sum [sha512.Size]byte
 }
 
 // NewKey prepares a key pair.
 func NewKey(publicKey, secret string) *Key {
-	k := &Key{publicKey: publicKey}
-	k.pool.New = func() any { return hmac.New(sha512.New, []byte(secret)) }
+	k := &Key{publicKey: []byte(publicKey)}
+	k.pool.New = func() any { return &keyedMAC{mac: hmac.New(sha512.New, []byte(secret))} }
 	return k
 }
 
@@ -81,14 +90,13 @@ func (k *Key) Sign(body []byte) string {
 }
 
 func (k *Key) sign(dst, body []byte) {
-	mac := k.pool.Get().(hash.Hash)
-	mac.Reset()
-	mac.Write([]byte(k.publicKey))
-	mac.Write(body)
-	mac.Write([]byte(k.publicKey))
-	var sum [sha512.Size]byte
+	m := k.pool.Get().(*keyedMAC)
+	m.mac.Reset()
+	m.mac.Write(k.publicKey)
+	m.mac.Write(body)
+	m.mac.Write(k.publicKey)
 	var hx [hexLen]byte
-	hex.Encode(hx[:], mac.Sum(sum[:0]))
-	k.pool.Put(mac)
+	hex.Encode(hx[:], m.mac.Sum(m.sum[:0]))
+	k.pool.Put(m)
 	base64.StdEncoding.Encode(dst, hx[:])
 }
