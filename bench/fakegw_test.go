@@ -21,6 +21,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/valyala/fasthttp"
 
+	"github.com/paygate/gateway/node/nodetest"
 	"github.com/paygate/gateway/transport/signature"
 )
 
@@ -282,7 +283,7 @@ const (
 func TestMain(m *testing.M) {
 	switch os.Getenv(envFakeGatewayd) {
 	case "":
-		os.Exit(m.Run())
+		os.Exit(nodetest.Run(m))
 	case "fail":
 		fmt.Println("fake gatewayd: refusing to start")
 		os.Exit(1)

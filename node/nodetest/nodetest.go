@@ -62,6 +62,17 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
+// Run runs the package's tests, then removes the binary Binary built (42 MB
+// per test process otherwise left in the temporary folder). Call it from
+// TestMain: os.Exit(nodetest.Run(m)).
+func Run(m *testing.M) int {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	return code
+}
+
 func moduleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
