@@ -34,6 +34,10 @@ type Config struct {
 	NodeID   string
 	RaftAddr string
 	DataDir  string
+	// RaftDir holds the raft log and snapshots (default DataDir/raft). On
+	// its own device, the log's fsyncs do not queue behind Pebble's
+	// flushes and compactions (docs/performance.md, large stores).
+	RaftDir string
 	// Bootstrap a single-node cluster when the data dir is new.
 	Bootstrap bool
 	Logger    *slog.Logger
@@ -126,7 +130,10 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
 	}
-	dir := filepath.Join(cfg.DataDir, "raft")
+	dir := cfg.RaftDir
+	if dir == "" {
+		dir = filepath.Join(cfg.DataDir, "raft")
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o700); err != nil {
 		return nil, err
 	}
@@ -199,6 +206,14 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	if err != nil {
 		wal.Close()
 		return nil, err
+	}
+	// A store that applied entries belongs to a raft log. Without one (a
+	// wrong --raft-dir, a lost raft directory) raft would start a new log
+	// from index 1, and the FSM would skip every new entry as applied.
+	if applied := fsm.AppliedIndex(); !hasState && applied > 0 {
+		wal.Close()
+		return nil, fmt.Errorf("cluster: the store has applied the raft log up to index %d, but %s holds no raft log: "+
+			"start with the raft directory this store was written with, or empty both to join again as a new node", applied, dir)
 	}
 	// Recent entries stay in memory: the leader reads each entry back to
 	// send it to every follower, and every node reads it again to apply

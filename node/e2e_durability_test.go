@@ -2,8 +2,10 @@ package node_test
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -167,5 +169,50 @@ func TestNoCardNumberAtRest(t *testing.T) {
 		if bytes.Contains([]byte(logs), []byte(c)) {
 			t.Errorf("card number %s in the node's log output", c)
 		}
+	}
+}
+
+// With --raft-dir the raft log lives apart from the data dir (an operator
+// puts it on its own device): charges survive a SIGKILL there, and the same
+// data dir with a raft dir that holds no log refuses to start instead of
+// beginning a new log.
+func TestRaftDirOfItsOwn(t *testing.T) {
+	raftDir := t.TempDir()
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--raft-dir", raftDir}})
+	m := n.CreateMerchant(t, 1000)
+	id := newOrderID("raftdir")
+	if r := m.Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 24)); r.Status != 200 {
+		t.Fatalf("charge: %d %s", r.Status, r.Body)
+	}
+	m.WaitStatus(t, id, "authorized", 5*time.Second)
+	n.Restart() // SIGKILL, then the same flags
+	m.WaitStatus(t, id, "authorized", 5*time.Second)
+	if segs, _ := filepath.Glob(filepath.Join(raftDir, "wal", "*.wal")); len(segs) == 0 {
+		t.Errorf("no raft log in --raft-dir %s", raftDir)
+	}
+	if _, err := os.Stat(filepath.Join(n.DataDir, "raft")); !os.IsNotExist(err) {
+		t.Errorf("the data dir has a raft directory as well (stat: %v)", err)
+	}
+	// SIGTERM: the store closes with its applied index on disk. (After a
+	// SIGKILL the last writes of Pebble's unsynced WAL may be lost; the
+	// raft log re-applies them, and a fresh store cannot tell it lacks one.)
+	if err := n.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	empty := t.TempDir()
+	args := append([]string{"--http-addr", nodetest.FreeAddr(t), "--raft-addr", nodetest.FreeAddr(t)}, n.Args...)
+	args = append(args, "--raft-dir", empty) // the last --raft-dir wins
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, nodetest.Binary(t), args...).CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("gatewayd kept running with a raft dir that holds no log:\n%s", out)
+	}
+	if err == nil {
+		t.Fatalf("gatewayd exited 0 with a raft dir that holds no log:\n%s", out)
+	}
+	if !bytes.Contains(out, []byte("holds no raft log")) {
+		t.Errorf("the refusal does not say why:\n%s", out)
 	}
 }
