@@ -34,10 +34,11 @@ type Config struct {
 	NodeID   string
 	RaftAddr string
 	DataDir  string
-	// RaftDir holds the raft log and snapshots (default DataDir/raft). On
-	// its own device, the log's fsyncs do not queue behind Pebble's
-	// flushes and compactions (docs/performance.md, large stores).
-	RaftDir string
+	// RaftLogDir holds the raft log (default DataDir/raft/wal). On its own
+	// device, the log's fsyncs do not queue behind Pebble's flushes and
+	// compactions (docs/performance.md, large stores). Snapshots stay in
+	// DataDir/raft: written whole, they would stall the log the same way.
+	RaftLogDir string
 	// Bootstrap a single-node cluster when the data dir is new.
 	Bootstrap bool
 	Logger    *slog.Logger
@@ -130,18 +131,19 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
 	}
-	dir := cfg.RaftDir
-	if dir == "" {
-		dir = filepath.Join(cfg.DataDir, "raft")
+	dir := filepath.Join(cfg.DataDir, "raft")
+	logDir := cfg.RaftLogDir
+	if logDir == "" {
+		logDir = filepath.Join(dir, "wal")
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o700); err != nil {
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return nil, err
 	}
 	segBytes := cfg.WALSegmentBytes
 	if segBytes <= 0 {
 		segBytes = raftwal.DefaultSegmentSize
 	}
-	wal, err := raftwal.Open(filepath.Join(dir, "wal"), raftwal.WithSegmentSize(segBytes))
+	wal, err := raftwal.Open(logDir, raftwal.WithSegmentSize(segBytes))
 	if err != nil {
 		return nil, fmt.Errorf("open raft log: %w", err)
 	}
@@ -207,13 +209,9 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 		wal.Close()
 		return nil, err
 	}
-	// A store that applied entries belongs to a raft log. Without one (a
-	// wrong --raft-dir, a lost raft directory) raft would start a new log
-	// from index 1, and the FSM would skip every new entry as applied.
-	if applied := fsm.AppliedIndex(); !hasState && applied > 0 {
+	if err := checkLogCoversStore(fsm.AppliedIndex(), wal, snaps, logDir); err != nil {
 		wal.Close()
-		return nil, fmt.Errorf("cluster: the store has applied the raft log up to index %d, but %s holds no raft log: "+
-			"start with the raft directory this store was written with, or empty both to join again as a new node", applied, dir)
+		return nil, err
 	}
 	// Recent entries stay in memory: the leader reads each entry back to
 	// send it to every follower, and every node reads it again to apply
@@ -249,6 +247,29 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	n.collector = newCollector(n)
 	go n.collector.run()
 	return n, nil
+}
+
+// checkLogCoversStore refuses a store that has applied entries beyond the
+// end of the raft log and its snapshots: the log it was written with is
+// missing (a wrong --raft-log-dir, a lost folder). raft would append new
+// entries at indexes the FSM has already applied, and skip them.
+func checkLogCoversStore(applied uint64, logs raft.LogStore, snaps raft.SnapshotStore, logDir string) error {
+	end, err := logs.LastIndex()
+	if err != nil {
+		return err
+	}
+	list, err := snaps.List()
+	if err != nil {
+		return err
+	}
+	if len(list) > 0 && list[0].Index > end {
+		end = list[0].Index
+	}
+	if applied > end {
+		return fmt.Errorf("cluster: the store has applied the raft log up to index %d, but the log in %s ends at %d: "+
+			"start with the raft log this store was written with, or empty both to join again as a new node", applied, logDir, end)
+	}
+	return nil
 }
 
 // Propose replicates one command and returns its applied result. A nil

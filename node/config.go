@@ -36,7 +36,7 @@ type Config struct {
 	WalletBRootKeysFile      string
 
 	// Tuning knobs that are not flags of the contract.
-	RaftDir           string        // raft log and snapshots; "" = DataDir/raft
+	RaftLogDir        string        // raft log; "" = DataDir/raft/wal
 	ActorIdleAfter    time.Duration // idle order actors retire after this
 	TokenTTL          time.Duration // payment token lifetime
 	HeartbeatTimeout  time.Duration // raft; 0 = default

@@ -172,13 +172,13 @@ func TestNoCardNumberAtRest(t *testing.T) {
 	}
 }
 
-// With --raft-dir the raft log lives apart from the data dir (an operator
-// puts it on its own device): charges survive a SIGKILL there, and the same
-// data dir with a raft dir that holds no log refuses to start instead of
-// beginning a new log.
-func TestRaftDirOfItsOwn(t *testing.T) {
-	raftDir := t.TempDir()
-	n := nodetest.Start(t, nodetest.Options{Args: []string{"--raft-dir", raftDir}})
+// With --raft-log-dir the raft log lives apart from the data dir (an
+// operator puts it on its own device): charges survive a SIGKILL there, and
+// the same data dir with a folder that holds no log refuses to start
+// instead of beginning a new log.
+func TestRaftLogDirOfItsOwn(t *testing.T) {
+	logDir := t.TempDir()
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--raft-log-dir", logDir}})
 	m := n.CreateMerchant(t, 1000)
 	id := newOrderID("raftdir")
 	if r := m.Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 24)); r.Status != 200 {
@@ -187,11 +187,11 @@ func TestRaftDirOfItsOwn(t *testing.T) {
 	m.WaitStatus(t, id, "authorized", 5*time.Second)
 	n.Restart() // SIGKILL, then the same flags
 	m.WaitStatus(t, id, "authorized", 5*time.Second)
-	if segs, _ := filepath.Glob(filepath.Join(raftDir, "wal", "*.wal")); len(segs) == 0 {
-		t.Errorf("no raft log in --raft-dir %s", raftDir)
+	if segs, _ := filepath.Glob(filepath.Join(logDir, "*.wal")); len(segs) == 0 {
+		t.Errorf("no raft log in --raft-log-dir %s", logDir)
 	}
-	if _, err := os.Stat(filepath.Join(n.DataDir, "raft")); !os.IsNotExist(err) {
-		t.Errorf("the data dir has a raft directory as well (stat: %v)", err)
+	if _, err := os.Stat(filepath.Join(n.DataDir, "raft", "wal")); !os.IsNotExist(err) {
+		t.Errorf("the data dir has a raft log as well (stat: %v)", err)
 	}
 	// SIGTERM: the store closes with its applied index on disk. (After a
 	// SIGKILL the last writes of Pebble's unsynced WAL may be lost; the
@@ -202,17 +202,17 @@ func TestRaftDirOfItsOwn(t *testing.T) {
 
 	empty := t.TempDir()
 	args := append([]string{"--http-addr", nodetest.FreeAddr(t), "--raft-addr", nodetest.FreeAddr(t)}, n.Args...)
-	args = append(args, "--raft-dir", empty) // the last --raft-dir wins
+	args = append(args, "--raft-log-dir", empty) // the last one wins
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, nodetest.Binary(t), args...).CombinedOutput()
 	if ctx.Err() != nil {
-		t.Fatalf("gatewayd kept running with a raft dir that holds no log:\n%s", out)
+		t.Fatalf("gatewayd kept running with a folder that holds no raft log:\n%s", out)
 	}
 	if err == nil {
-		t.Fatalf("gatewayd exited 0 with a raft dir that holds no log:\n%s", out)
+		t.Fatalf("gatewayd exited 0 with a folder that holds no raft log:\n%s", out)
 	}
-	if !bytes.Contains(out, []byte("holds no raft log")) {
+	if !bytes.Contains(out, []byte("ends at 0")) {
 		t.Errorf("the refusal does not say why:\n%s", out)
 	}
 }

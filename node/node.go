@@ -84,7 +84,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	fsm.OnCommit = n.onCommit
 	n.raft, err = cluster.Start(cluster.Config{
-		NodeID: cfg.NodeID, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, RaftDir: cfg.RaftDir, Bootstrap: cfg.Join == "",
+		NodeID: cfg.NodeID, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, RaftLogDir: cfg.RaftLogDir, Bootstrap: cfg.Join == "",
 		Logger: logger, HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, HTTPAddr: cfg.HTTPAddr,
 		WALSegmentBytes: cfg.WALSegmentBytes,

@@ -31,7 +31,7 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("gatewayd", flag.ContinueOnError)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "merchant API, form, admin, health and metrics listener")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "Raft log, snapshots and Pebble")
-	fs.StringVar(&cfg.RaftDir, "raft-dir", "", "Raft log and snapshots, ideally on a device of their own (default <data-dir>/raft)")
+	fs.StringVar(&cfg.RaftLogDir, "raft-log-dir", "", "Raft log, ideally on a device of its own (default <data-dir>/raft/wal)")
 	fs.StringVar(&cfg.NodeID, "node-id", cfg.NodeID, "stable identity in the cluster")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft traffic between nodes")
 	fs.StringVar(&cfg.Join, "join", "", "HTTP address of any member whose cluster to join (host:port or http://host:port)")
