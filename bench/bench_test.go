@@ -225,6 +225,46 @@ func TestOpenLoopCountsStallFromIntendedTime(t *testing.T) {
 	}
 }
 
+// TestTimelineShowsWhenTheStallWas stalls the server for 300 ms in the
+// second second of the window: the timeline puts the slow operations in
+// that second, and its seconds add up to the window's totals.
+func TestTimelineShowsWhenTheStallWas(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Rate, cfg.Concurrency, cfg.Queue, cfg.Duration = 200, 4, 1000, 3*time.Second
+	g.stall(time.Now().Add(1300*time.Millisecond), 300*time.Millisecond)
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rep.Timeline); n < 3 || n > 4 {
+		t.Fatalf("%d seconds in the timeline of a 3 s window: %+v", n, rep.Timeline)
+	}
+	var count, errs int64
+	for i, sec := range rep.Timeline {
+		o := sec.Ops["charge"]
+		t.Logf("t=%d %+v", sec.T, o)
+		count, errs = count+o.Count, errs+o.Errors
+		if sec.T != i {
+			t.Errorf("second %d is numbered %d", i, sec.T)
+		}
+		switch {
+		case i == 1 && o.P99US < 150_000:
+			t.Errorf("second 1: p99 %dµs, but the 300 ms stall ended in it", o.P99US)
+		case i != 1 && i < 3 && o.P99US > 100_000:
+			t.Errorf("second %d: p99 %dµs, but the stall was in second 1", i, o.P99US)
+		}
+	}
+	if total := rep.Ops["charge"]; count != total.Count || errs != total.Errors {
+		t.Errorf("the timeline holds %d ops and %d errors, the window %d and %d", count, errs, total.Count, total.Errors)
+	}
+	var out bytes.Buffer
+	rep.WriteSummary(&out)
+	if !strings.Contains(out.String(), "slowest second: charge p99") || !strings.Contains(out.String(), " at 1s ") {
+		t.Errorf("the summary does not name second 1 as the slowest:\n%s", out.String())
+	}
+}
+
 // TestOpenLoopDropsWhenQueueFull: with one worker and one queue place, the
 // arrivals due during a stall are dropped and counted, not silently delayed.
 func TestOpenLoopDropsWhenQueueFull(t *testing.T) {

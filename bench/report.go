@@ -32,6 +32,26 @@ type Report struct {
 	Errors      ErrorReport         `json:"errors"`
 	OpenLoop    *OpenLoopReport     `json:"open_loop,omitzero"`
 	Webhooks    *WebhookReport      `json:"webhooks,omitzero"`
+	// Timeline is the window second by second, so that a stall shows when
+	// it happened and how long it lasted, not only in the percentiles.
+	Timeline []Second `json:"timeline,omitzero"`
+}
+
+// Second is one second of the measured window: the operations that ended
+// in it. T counts from the window's start; a last entry past the window
+// holds the operations that began in it and ended after it.
+type Second struct {
+	T   int                 `json:"t"`
+	Ops map[string]SecondOp `json:"ops"`
+}
+
+// SecondOp is one operation's numbers in a Second.
+type SecondOp struct {
+	Count  int64 `json:"count"`
+	Errors int64 `json:"errors"`
+	P50US  int64 `json:"p50_us"`
+	P99US  int64 `json:"p99_us"`
+	MaxUS  int64 `json:"max_us"`
 }
 
 // Machine describes where the harness ran.
@@ -207,6 +227,9 @@ func (r *Report) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "%-20s %9d %10.1f %7d %9s %9s %9s %9s %9s\n", name, o.Count, o.Throughput, o.Errors,
 			fmtUS(o.P50US), fmtUS(o.P90US), fmtUS(o.P99US), fmtUS(o.P999US), fmtUS(o.MaxUS))
 	}
+	if line := r.slowestSecond(); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if ol := r.OpenLoop; ol != nil {
 		fmt.Fprintf(w, "open loop: %d scheduled, %d sent, %d dropped (queue full), %d late (>%s after intended time)\n",
 			ol.Scheduled, ol.Sent, ol.Dropped, ol.Late, lateAfter)
@@ -232,6 +255,28 @@ func (r *Report) WriteSummary(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// slowestSecond names the second of the timeline with the highest p99 of
+// the workload's first operation, when the window has more than one.
+func (r *Report) slowestSecond() string {
+	names := r.sortedOps()
+	if len(r.Timeline) < 2 || len(names) == 0 {
+		return ""
+	}
+	op := names[0]
+	worst := -1
+	for i, sec := range r.Timeline {
+		if o, ok := sec.Ops[op]; ok && o.Count > 0 && (worst < 0 || o.P99US > r.Timeline[worst].Ops[op].P99US) {
+			worst = i
+		}
+	}
+	if worst < 0 {
+		return ""
+	}
+	o := r.Timeline[worst].Ops[op]
+	return fmt.Sprintf("slowest second: %s p99 %s, max %s at %ds (%d ops); the timeline is in the JSON",
+		op, fmtUS(o.P99US), fmtUS(o.MaxUS), r.Timeline[worst].T, o.Count)
 }
 
 func fmtCounts(m map[string]int64) string {

@@ -44,6 +44,7 @@ type run struct {
 	measureStart time.Time
 	end          time.Time
 	hostCPU      *HostCPU // over the window (Linux); set by measure
+	timeline     []Second // set by measure
 
 	// open loop
 	scheduled, sent, dropped, late atomic.Int64
@@ -231,12 +232,14 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 		t, ok := readCPUTimes()
 		cpuAtStart <- cpuSample{t, ok}
 	})
+	stopTimeline := r.startTimeline()
 	var early bool
 	if r.cfg.Rate > 0 {
 		early = r.openLoop(iter)
 	} else {
 		early = r.closedLoop(iter)
 	}
+	r.timeline = stopTimeline()
 	select {
 	case start := <-cpuAtStart: // not read if the run ended during the warmup
 		if end, ok := readCPUTimes(); start.ok && ok {
@@ -251,6 +254,42 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	}
 	window := time.Since(r.measureStart)
 	return max(0, min(window, r.cfg.Duration)), interrupted
+}
+
+// startTimeline cuts the measurements once a second from the window's
+// start. The returned function makes the last cut (what ended since, the
+// operations that began before the end included) and returns the timeline.
+func (r *run) startTimeline() func() []Second {
+	var timeline []Second
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		wait := time.NewTimer(time.Until(r.measureStart))
+		defer wait.Stop()
+		select {
+		case <-done:
+			return
+		case <-wait.C:
+		}
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				timeline = append(timeline, Second{T: len(timeline), Ops: r.stats.cut()})
+			}
+		}
+	}()
+	return func() []Second {
+		close(done)
+		<-finished
+		if last := r.stats.cut(); len(last) > 0 {
+			timeline = append(timeline, Second{T: len(timeline), Ops: last})
+		}
+		return timeline
+	}
 }
 
 // inWindow reports whether an iteration intended at t is measured.
@@ -392,6 +431,7 @@ func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool
 		Errors:      buildErrors(m),
 		Webhooks:    webhooks,
 		HostCPU:     r.hostCPU,
+		Timeline:    r.timeline,
 	}
 	if r.cfg.Workload == WorkloadMixed {
 		rep.Mix = r.cfg.Mix.String()

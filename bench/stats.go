@@ -22,6 +22,12 @@ func newHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(histLowestUS, histHighestUS, histSigFigs)
 }
 
+// The timeline's histograms cover one second each and are cut once a
+// second: 2 significant figures (about 30 KiB each) are enough for it.
+func newIntervalHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(histLowestUS, histHighestUS, 2)
+}
+
 // recordUS records d in microseconds, clamped into the histogram's range so
 // that an outlier is kept as the largest trackable value instead of lost.
 func recordUS(h *hdrhistogram.Histogram, d time.Duration) {
@@ -53,6 +59,7 @@ func newStats(n int) *stats {
 		s.shards[i] = &shard{
 			live:     &s.live,
 			ops:      map[string]*opStats{},
+			interval: map[string]*opStats{},
 			byStatus: map[string]int64{},
 			byCode:   map[string]int64{},
 			other:    map[string]int64{},
@@ -67,9 +74,10 @@ type shard struct {
 	mu       sync.Mutex
 	live     *live
 	ops      map[string]*opStats
-	byStatus map[string]int64 // HTTP status of failed answers
-	byCode   map[string]int64 // error.code of failed answers
-	other    map[string]int64 // failures that are not an HTTP error answer
+	interval map[string]*opStats // since the timeline's last cut
+	byStatus map[string]int64    // HTTP status of failed answers
+	byCode   map[string]int64    // error.code of failed answers
+	other    map[string]int64    // failures that are not an HTTP error answer
 }
 
 type opStats struct {
@@ -86,6 +94,21 @@ func (s *shard) op(name string) *opStats {
 	return o
 }
 
+func (s *shard) intervalOp(name string) *opStats {
+	o := s.interval[name]
+	if o == nil {
+		o = &opStats{hist: newIntervalHistogram()}
+		s.interval[name] = o
+	}
+	return o
+}
+
+// addError counts a failed operation, in the window and in the interval.
+func (s *shard) addError(name string) {
+	s.op(name).errors++
+	s.intervalOp(name).errors++
+}
+
 // ok records a successful operation that took d.
 func (s *shard) ok(name string, d time.Duration) {
 	if s == nil {
@@ -93,6 +116,7 @@ func (s *shard) ok(name string, d time.Duration) {
 	}
 	s.mu.Lock()
 	recordUS(s.op(name).hist, d)
+	recordUS(s.intervalOp(name).hist, d)
 	s.mu.Unlock()
 	s.live.ops.Add(1)
 }
@@ -104,7 +128,7 @@ func (s *shard) fail(name string, a answer) {
 		return
 	}
 	s.mu.Lock()
-	s.op(name).errors++
+	s.addError(name)
 	if a.status == 0 {
 		s.other[a.kind]++
 	} else {
@@ -124,7 +148,7 @@ func (s *shard) failKind(name, kind string) {
 		return
 	}
 	s.mu.Lock()
-	s.op(name).errors++
+	s.addError(name)
 	s.other[kind]++
 	s.mu.Unlock()
 	s.live.errors.Add(1)
@@ -138,7 +162,7 @@ func (s *shard) incomplete(name string) {
 		return
 	}
 	s.mu.Lock()
-	s.op(name).errors++
+	s.addError(name)
 	s.mu.Unlock()
 }
 
@@ -169,6 +193,35 @@ func (s *stats) merge() merged {
 		sh.mu.Unlock()
 	}
 	return m
+}
+
+// cut folds every shard's interval into one summary per operation (the
+// operations that ended since the last cut) and starts new intervals.
+func (s *stats) cut() map[string]SecondOp {
+	sum := map[string]*opStats{}
+	for _, sh := range s.shards {
+		sh.mu.Lock()
+		for name, iv := range sh.interval {
+			dst := sum[name]
+			if dst == nil {
+				dst = &opStats{hist: newIntervalHistogram()}
+				sum[name] = dst
+			}
+			dst.hist.Merge(iv.hist)
+			dst.errors += iv.errors
+			iv.hist.Reset()
+			iv.errors = 0
+		}
+		sh.mu.Unlock()
+	}
+	out := make(map[string]SecondOp, len(sum))
+	for name, o := range sum {
+		if n := o.hist.TotalCount(); n > 0 || o.errors > 0 {
+			out[name] = SecondOp{Count: n, Errors: o.errors,
+				P50US: o.hist.ValueAtQuantile(50), P99US: o.hist.ValueAtQuantile(99), MaxUS: o.hist.Max()}
+		}
+	}
+	return out
 }
 
 func addCounts(dst, src map[string]int64) {
