@@ -35,6 +35,9 @@ type FSM struct {
 	OnCommit func(created []*persistence.Notification, merchants []*persistence.Merchant)
 	// applyLat times each batch of entries applied to the store.
 	applyLat *metrics.PrometheusHistogram
+	// pace bounds the write rate of snapshots (nil: unbounded); Start sets
+	// it from Config.SnapshotBytesPerSec.
+	pace *pacer
 }
 
 // NewFSM makes an FSM over store.
@@ -111,7 +114,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.store.Sync(); err != nil {
 		return nil, fmt.Errorf("sync store before snapshot: %w", err)
 	}
-	return &fsmSnapshot{snap: f.store.NewSnapshot()}, nil
+	return &fsmSnapshot{snap: f.store.NewSnapshot(), pace: f.pace}, nil
 }
 
 // Restore implements raft.FSM: the store is replaced by the snapshot.
@@ -161,10 +164,11 @@ func (f *FSM) recoverInterruptedRestore(snaps raft.SnapshotStore) error {
 
 type fsmSnapshot struct {
 	snap *persistence.Snapshot
+	pace *pacer
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := s.snap.Write(sink); err != nil {
+	if err := s.snap.Write(s.pace.writer(sink)); err != nil {
 		sink.Cancel()
 		return err
 	}

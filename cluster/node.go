@@ -49,6 +49,9 @@ type Config struct {
 	SnapshotThreshold uint64
 	// ApplyTimeout bounds how long a proposal waits to be enqueued.
 	ApplyTimeout time.Duration
+	// SnapshotBytesPerSec bounds how fast a snapshot is written to disk
+	// (0: as fast as the disk takes it); see pace.go.
+	SnapshotBytesPerSec int64
 	// SnapshotInterval is how often raft checks whether SnapshotThreshold
 	// entries have accumulated; zero picks raft's default (2 min).
 	SnapshotInterval time.Duration
@@ -131,6 +134,7 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
 	}
+	fsm.pace = newPacer(cfg.SnapshotBytesPerSec)
 	dir := filepath.Join(cfg.DataDir, "raft")
 	logDir := cfg.RaftLogDir
 	if logDir == "" {
@@ -322,6 +326,9 @@ func (n *Node) Barrier(timeout time.Duration) error {
 // Shutdown stops raft and closes the log.
 func (n *Node) Shutdown() error {
 	n.collector.close()
+	if n.FSM.pace != nil {
+		n.FSM.pace.stop() // raft's shutdown waits for a snapshot being written
+	}
 	err := n.Raft.Shutdown().Error()
 	if n.transport != nil {
 		n.transport.Close()

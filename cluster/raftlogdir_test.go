@@ -19,6 +19,12 @@ import (
 // log in logDir; it returns Start's error instead of failing.
 func startAlone(t *testing.T, dataDir, logDir string) (*Node, *persistence.Store, error) {
 	t.Helper()
+	return startAloneWith(t, dataDir, logDir, func(*Config) {})
+}
+
+// startAloneWith is startAlone with a change to the node's Config.
+func startAloneWith(t *testing.T, dataDir, logDir string, change func(*Config)) (*Node, *persistence.Store, error) {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store, err := persistence.Open(filepath.Join(dataDir, "state"), logger)
 	if err != nil {
@@ -29,16 +35,29 @@ func startAlone(t *testing.T, dataDir, logDir string) (*Node, *persistence.Store
 		t.Fatal(err)
 	}
 	_, trans := raft.NewInmemTransport("inmem-alone")
-	node, err := Start(Config{
+	cfg := Config{
 		NodeID: "n1", RaftAddr: "inmem-alone", DataDir: dataDir, RaftLogDir: logDir, Bootstrap: true,
 		Logger: logger, HeartbeatTimeout: hbTimeout, ElectionTimeout: electTimeout,
 		Transport: trans, RaftLogOutput: io.Discard,
-	}, fsm)
+	}
+	change(&cfg)
+	node, err := Start(cfg, fsm)
 	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
 	return node, store, nil
+}
+
+func waitLeaderAlone(t *testing.T, node *Node) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !node.IsLeader() {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader after 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func stopAlone(t *testing.T, node *Node, store *persistence.Store) {
@@ -60,10 +79,7 @@ func TestRaftLogDirApartFromTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !node.IsLeader() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitLeaderAlone(t, node)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for range 5 { // one entry each: the store applies past the other log's end

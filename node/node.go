@@ -87,7 +87,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		NodeID: cfg.NodeID, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, RaftLogDir: cfg.RaftLogDir, Bootstrap: cfg.Join == "",
 		Logger: logger, HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, HTTPAddr: cfg.HTTPAddr,
-		WALSegmentBytes: cfg.WALSegmentBytes,
+		WALSegmentBytes: cfg.WALSegmentBytes, SnapshotBytesPerSec: cfg.SnapshotRateMiB << 20,
 	}, fsm)
 	if err != nil {
 		return nil, err

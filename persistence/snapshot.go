@@ -37,15 +37,28 @@ func (sn *Snapshot) Write(w io.Writer) error {
 		return err
 	}
 	var lenBuf [binary.MaxVarintLen64]byte
+	put := func(b []byte) error {
+		_, err := bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(b)))])
+		if err == nil {
+			_, err = bw.Write(b)
+		}
+		return err
+	}
 	for it.First(); it.Valid(); it.Next() {
 		k, v := it.Key(), it.Value()
 		if len(k) == 0 || bytes.Equal(k, keyRestoring) {
 			continue
 		}
-		bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(k)))])
-		bw.Write(k)
-		bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(v)))])
-		bw.Write(v)
+		// The first failed write ends the snapshot: reading the rest of
+		// the store for nothing would delay a shutdown that stopped it.
+		if err := put(k); err != nil {
+			it.Close()
+			return err
+		}
+		if err := put(v); err != nil {
+			it.Close()
+			return err
+		}
 	}
 	if err := it.Close(); err != nil {
 		return err

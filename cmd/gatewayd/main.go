@@ -56,6 +56,7 @@ func run(args []string) int {
 	// Raft tuning: hidden from -help, documented in docs/cluster.md.
 	fs.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries between snapshots (0: 8192)")
 	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", 0, "how often raft checks the snapshot threshold (0: 2m)")
+	fs.Int64Var(&cfg.SnapshotRateMiB, "raft-snapshot-rate-mib", cfg.SnapshotRateMiB, "MiB/s a snapshot is written at (0: unbounded)")
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", 0, "raft heartbeat timeout (0: 1s)")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", 0, "raft election timeout (0: 1s)")
 	fs.IntVar(&cfg.WALSegmentBytes, "raft-wal-segment-bytes", 0, "raft log segment size (0: 64 MiB; compacted entries go with whole segments)")

@@ -1,0 +1,69 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paygate/gateway/persistence"
+)
+
+// A paced writer hands everything on, no faster than its rate after the
+// first burst (a lower bound only: a slow machine can only take longer).
+func TestPacedWriterKeepsItsRate(t *testing.T) {
+	p := newPacer(4 << 20) // 4 MiB/s
+	var out bytes.Buffer
+	in := bytes.Repeat([]byte("snapshot"), (1<<20)/8) // 1 MiB
+	start := time.Now()
+	n, err := p.writer(&out).Write(in)
+	took := time.Since(start)
+	if err != nil || n != len(in) || !bytes.Equal(out.Bytes(), in) {
+		t.Fatalf("wrote %d of %d bytes, err %v, equal %v", n, len(in), err, bytes.Equal(out.Bytes(), in))
+	}
+	// (1 MiB - the 256 KiB burst) at 4 MiB/s is 187 ms.
+	if took < 150*time.Millisecond {
+		t.Errorf("1 MiB at 4 MiB/s took %s", took)
+	}
+	if newPacer(0).writer(&out) != &out {
+		t.Error("a rate of 0 must not wrap the writer")
+	}
+}
+
+// Shutting a node down while it writes a paced snapshot ends the snapshot
+// instead of waiting for it: at 64 KiB/s this one would take half a minute.
+func TestShutdownStopsAPacedSnapshot(t *testing.T) {
+	dataDir := t.TempDir()
+	node, store, err := startAloneWith(t, dataDir, "", func(c *Config) { c.SnapshotBytesPerSec = 64 << 10 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLeaderAlone(t, node)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pad := strings.Repeat("x", 10_000)
+	for i := range 200 { // ~2 MB of state
+		m := &persistence.Merchant{ID: "mer_" + string(rune('a'+i%26)) + strings.Repeat("y", i), Name: pad}
+		if _, err := node.Propose(ctx, &persistence.Cmd{Merchant: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := node.Raft.Snapshot()
+	time.Sleep(300 * time.Millisecond) // the snapshot is being written
+	start := time.Now()
+	if err := node.Shutdown(); err != nil {
+		t.Logf("shutdown: %v", err)
+	}
+	took := time.Since(start)
+	store.Close()
+	if err := snap.Error(); err == nil {
+		t.Error("the paced snapshot completed: shutdown did not stop it")
+	} else if !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "stopped") {
+		t.Logf("snapshot: %v", err)
+	}
+	if took > 10*time.Second {
+		t.Errorf("shutdown took %s: it waited for the paced snapshot", took)
+	}
+}
