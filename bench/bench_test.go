@@ -139,8 +139,27 @@ func TestWorkloads(t *testing.T) {
 					t.Errorf("open loop %+v", ol)
 				}
 			}
+			checkTimelineAddsUp(t, rep)
 			checkReportJSON(t, rep, tc.ops)
 		})
+	}
+}
+
+// checkTimelineAddsUp: every operation the window counted is in exactly one
+// second of the timeline, errors included.
+func checkTimelineAddsUp(t *testing.T, rep *Report) {
+	t.Helper()
+	if len(rep.Timeline) == 0 {
+		t.Error("no timeline")
+	}
+	for name, o := range rep.Ops {
+		var count, errs int64
+		for _, sec := range rep.Timeline {
+			count, errs = count+sec.Ops[name].Count, errs+sec.Ops[name].Errors
+		}
+		if count != o.Count || errs != o.Errors {
+			t.Errorf("op %s: the timeline holds %d ops and %d errors, the window %d and %d", name, count, errs, o.Count, o.Errors)
+		}
 	}
 }
 
@@ -240,11 +259,9 @@ func TestTimelineShowsWhenTheStallWas(t *testing.T) {
 	if n := len(rep.Timeline); n < 3 || n > 4 {
 		t.Fatalf("%d seconds in the timeline of a 3 s window: %+v", n, rep.Timeline)
 	}
-	var count, errs int64
 	for i, sec := range rep.Timeline {
 		o := sec.Ops["charge"]
 		t.Logf("t=%d %+v", sec.T, o)
-		count, errs = count+o.Count, errs+o.Errors
 		if sec.T != i {
 			t.Errorf("second %d is numbered %d", i, sec.T)
 		}
@@ -255,9 +272,7 @@ func TestTimelineShowsWhenTheStallWas(t *testing.T) {
 			t.Errorf("second %d: p99 %dµs, but the stall was in second 1", i, o.P99US)
 		}
 	}
-	if total := rep.Ops["charge"]; count != total.Count || errs != total.Errors {
-		t.Errorf("the timeline holds %d ops and %d errors, the window %d and %d", count, errs, total.Count, total.Errors)
-	}
+	checkTimelineAddsUp(t, rep)
 	var out bytes.Buffer
 	rep.WriteSummary(&out)
 	if !strings.Contains(out.String(), "slowest second: charge p99") || !strings.Contains(out.String(), " at 1s ") {

@@ -44,7 +44,7 @@ type run struct {
 	measureStart time.Time
 	end          time.Time
 	hostCPU      *HostCPU // over the window (Linux); set by measure
-	timeline     []Second // set by measure
+	timeline     []Second // by startTimeline, then cutRest
 
 	// open loop
 	scheduled, sent, dropped, late atomic.Int64
@@ -239,7 +239,7 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	} else {
 		early = r.closedLoop(iter)
 	}
-	r.timeline = stopTimeline()
+	stopTimeline()
 	select {
 	case start := <-cpuAtStart: // not read if the run ended during the warmup
 		if end, ok := readCPUTimes(); start.ok && ok {
@@ -256,11 +256,10 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	return max(0, min(window, r.cfg.Duration)), interrupted
 }
 
-// startTimeline cuts the measurements once a second from the window's
-// start. The returned function makes the last cut (what ended since, the
-// operations that began before the end included) and returns the timeline.
-func (r *run) startTimeline() func() []Second {
-	var timeline []Second
+// startTimeline cuts the measurements into r.timeline once a second from
+// the window's start; the returned function stops it. What ends after the
+// last cut is added by cutRest.
+func (r *run) startTimeline() func() {
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -278,17 +277,22 @@ func (r *run) startTimeline() func() []Second {
 			case <-done:
 				return
 			case <-tick.C:
-				timeline = append(timeline, Second{T: len(timeline), Ops: r.stats.cut()})
+				r.timeline = append(r.timeline, Second{T: len(r.timeline), Ops: r.stats.cut()})
 			}
 		}
 	}()
-	return func() []Second {
+	return func() {
 		close(done)
 		<-finished
-		if last := r.stats.cut(); len(last) > 0 {
-			timeline = append(timeline, Second{T: len(timeline), Ops: last})
-		}
-		return timeline
+	}
+}
+
+// cutRest adds to the timeline what ended since its last cut: operations
+// begun in the window that ended after it, and for the webhooks workload
+// the notifications received while it waited and those never received.
+func (r *run) cutRest() {
+	if rest := r.stats.cut(); len(rest) > 0 {
+		r.timeline = append(r.timeline, Second{T: len(r.timeline), Ops: rest})
 	}
 }
 
@@ -415,6 +419,7 @@ func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool
 	if r.sink != nil {
 		webhooks = r.sink.report(window) // records undelivered notifications: before the merge
 	}
+	r.cutRest()
 	m := r.stats.merge()
 	rep := &Report{
 		Workload:    r.cfg.Workload,
