@@ -60,8 +60,8 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", 0, "raft heartbeat timeout (0: 1s)")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", 0, "raft election timeout (0: 1s)")
 	fs.IntVar(&cfg.WALSegmentBytes, "raft-wal-segment-bytes", 0, "raft log segment size (0: 64 MiB; compacted entries go with whole segments)")
-	hideFlags(fs, "raft-snapshot-threshold", "raft-snapshot-interval", "raft-heartbeat-timeout", "raft-election-timeout",
-		"raft-wal-segment-bytes")
+	hideFlags(fs, "raft-snapshot-threshold", "raft-snapshot-interval", "raft-snapshot-rate-mib", "raft-heartbeat-timeout",
+		"raft-election-timeout", "raft-wal-segment-bytes")
 
 	if err := applyEnv(fs); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewayd:", err)
