@@ -38,7 +38,14 @@ type FSM struct {
 	// pace bounds the write rate of snapshots (nil: unbounded); Start sets
 	// it from Config.SnapshotBytesPerSec.
 	pace *pacer
+	// snapshotLat and snapshotBytes describe the snapshots written: paced,
+	// a large store's take tens of seconds.
+	snapshotLat   *metrics.PrometheusHistogram
+	snapshotBytes *metrics.Gauge
 }
+
+// snapshotBuckets bound the snapshot durations: 0.1 s to about 7 minutes.
+var snapshotBuckets = metrics.ExponentialBuckets(0.1, 2, 13)
 
 // NewFSM makes an FSM over store.
 func NewFSM(store *persistence.Store, logger *slog.Logger) (*FSM, error) {
@@ -46,7 +53,11 @@ func NewFSM(store *persistence.Store, logger *slog.Logger) (*FSM, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FSM{store: store, logger: logger, applyLat: metrics.GetOrCreatePrometheusHistogramExt(`gateway_fsm_apply_seconds`, stageBuckets)}
+	f := &FSM{store: store, logger: logger,
+		applyLat:      metrics.GetOrCreatePrometheusHistogramExt(`gateway_fsm_apply_seconds`, stageBuckets),
+		snapshotLat:   metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_snapshot_seconds`, snapshotBuckets),
+		snapshotBytes: metrics.GetOrCreateGauge(`gateway_raft_snapshot_bytes`, nil),
+	}
 	f.applied.Store(idx)
 	return f, nil
 }
@@ -114,7 +125,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.store.Sync(); err != nil {
 		return nil, fmt.Errorf("sync store before snapshot: %w", err)
 	}
-	return &fsmSnapshot{snap: f.store.NewSnapshot(), pace: f.pace}, nil
+	return &fsmSnapshot{snap: f.store.NewSnapshot(), pace: f.pace, lat: f.snapshotLat, size: f.snapshotBytes}, nil
 }
 
 // Restore implements raft.FSM: the store is replaced by the snapshot.
@@ -165,14 +176,35 @@ func (f *FSM) recoverInterruptedRestore(snaps raft.SnapshotStore) error {
 type fsmSnapshot struct {
 	snap *persistence.Snapshot
 	pace *pacer
+	lat  *metrics.PrometheusHistogram
+	size *metrics.Gauge
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := s.snap.Write(s.pace.writer(sink)); err != nil {
+	start := time.Now()
+	counted := &countingWriter{w: sink}
+	if err := s.snap.Write(s.pace.writer(counted)); err != nil {
 		sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	s.lat.UpdateDuration(start)
+	s.size.Set(float64(counted.n))
+	return nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *fsmSnapshot) Release() { s.snap.Release() }

@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/hashicorp/raft"
 
 	"github.com/paygate/gateway/persistence"
 )
@@ -66,4 +72,55 @@ func TestShutdownStopsAPacedSnapshot(t *testing.T) {
 	if took > 10*time.Second {
 		t.Errorf("shutdown took %s: it waited for the paced snapshot", took)
 	}
+}
+
+// A written snapshot is timed, and its size is the size raft recorded.
+func TestSnapshotMetrics(t *testing.T) {
+	dataDir := t.TempDir()
+	node, store, err := startAlone(t, dataDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopAlone(t, node, store)
+	waitLeaderAlone(t, node)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := node.Propose(ctx, &persistence.Cmd{Merchant: &persistence.Merchant{ID: "mer_snap", Name: strings.Repeat("n", 5000)}}); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotCount(t)
+	if err := node.Raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotCount(t); got != before+1 {
+		t.Errorf("gateway_raft_snapshot_seconds_count went from %d to %d, want one more", before, got)
+	}
+	snaps, err := raft.NewFileSnapshotStore(filepath.Join(dataDir, "raft"), 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas, err := snaps.List()
+	if err != nil || len(metas) == 0 {
+		t.Fatalf("snapshots: %v, %v", metas, err)
+	}
+	if got := node.FSM.snapshotBytes.Get(); got != float64(metas[0].Size) || got < 5000 {
+		t.Errorf("gateway_raft_snapshot_bytes = %v, raft recorded %d bytes", got, metas[0].Size)
+	}
+}
+
+func snapshotCount(t *testing.T) int64 {
+	t.Helper()
+	var b bytes.Buffer
+	metrics.WritePrometheus(&b, false)
+	for _, line := range strings.Split(b.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, "gateway_raft_snapshot_seconds_count "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no gateway_raft_snapshot_seconds_count in /metrics")
+	return 0
 }
