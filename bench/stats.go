@@ -85,22 +85,28 @@ type opStats struct {
 	errors int64
 }
 
-func (s *shard) op(name string) *opStats {
-	o := s.ops[name]
+// opIn returns m's stats for name, made with a histogram from newHist the
+// first time.
+func opIn(m map[string]*opStats, name string, newHist func() *hdrhistogram.Histogram) *opStats {
+	o := m[name]
 	if o == nil {
-		o = &opStats{hist: newHistogram()}
-		s.ops[name] = o
+		o = &opStats{hist: newHist()}
+		m[name] = o
 	}
 	return o
 }
 
+// foldInto adds o to dst's stats for name.
+func foldInto(dst map[string]*opStats, name string, o *opStats, newHist func() *hdrhistogram.Histogram) {
+	d := opIn(dst, name, newHist)
+	d.hist.Merge(o.hist)
+	d.errors += o.errors
+}
+
+func (s *shard) op(name string) *opStats { return opIn(s.ops, name, newHistogram) }
+
 func (s *shard) intervalOp(name string) *opStats {
-	o := s.interval[name]
-	if o == nil {
-		o = &opStats{hist: newIntervalHistogram()}
-		s.interval[name] = o
-	}
-	return o
+	return opIn(s.interval, name, newIntervalHistogram)
 }
 
 // addError counts a failed operation, in the window and in the interval.
@@ -179,13 +185,7 @@ func (s *stats) merge() merged {
 	for _, sh := range s.shards {
 		sh.mu.Lock()
 		for name, o := range sh.ops {
-			dst := m.ops[name]
-			if dst == nil {
-				dst = &opStats{hist: newHistogram()}
-				m.ops[name] = dst
-			}
-			dst.hist.Merge(o.hist)
-			dst.errors += o.errors
+			foldInto(m.ops, name, o, newHistogram)
 		}
 		addCounts(m.byStatus, sh.byStatus)
 		addCounts(m.byCode, sh.byCode)
@@ -202,13 +202,7 @@ func (s *stats) cut() map[string]SecondOp {
 	for _, sh := range s.shards {
 		sh.mu.Lock()
 		for name, iv := range sh.interval {
-			dst := sum[name]
-			if dst == nil {
-				dst = &opStats{hist: newIntervalHistogram()}
-				sum[name] = dst
-			}
-			dst.hist.Merge(iv.hist)
-			dst.errors += iv.errors
+			foldInto(sum, name, iv, newIntervalHistogram)
 			iv.hist.Reset()
 			iv.errors = 0
 		}
