@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,6 +36,8 @@ target:
   --gatewayd PATH        gatewayd binary for --spawn (default: go build ./cmd/gatewayd)
   --settle-delay-unit D  --settle-delay-unit given to spawned nodes (default 1h)
   --ready-timeout D      --spawn: bound on each wait for the nodes (default 60s)
+  --node-pids PID[,PID]  --target: the nodes' process ids, to report their CPU per request
+                         (Linux; --spawn reports its nodes' own)
   --merchant-key K       merchant API public key (not needed with --spawn or for ceiling)
   --merchant-secret S    merchant API secret key
   --webhook-key K        webhook public key: verify notifications (optional)
@@ -123,6 +126,8 @@ func parseRunArgs(args []string) (runArgs, error) {
 	fs.DurationVar(&ra.cfg.Timeout, "timeout", DefaultTimeout, "")
 	fs.DurationVar(&ra.cfg.WebhookWait, "webhook-wait", DefaultWebhookWait, "")
 	fs.StringVar(&ra.jsonPath, "json", "", "")
+	var pids string
+	fs.StringVar(&pids, "node-pids", "", "")
 	if err := fs.Parse(args); err != nil {
 		return ra, err
 	}
@@ -147,6 +152,18 @@ func parseRunArgs(args []string) (runArgs, error) {
 		return ra, errors.New("--spawn creates its own merchant: drop the key flags")
 	case ra.spawn == 0 && ra.gatewayd != "":
 		return ra, errors.New("--gatewayd needs --spawn")
+	case ra.spawn != 0 && pids != "":
+		return ra, errors.New("--spawn reports its own nodes' CPU: drop --node-pids")
+	}
+	for _, p := range strings.Split(pids, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(p)
+		if err != nil || pid <= 0 {
+			return ra, fmt.Errorf("--node-pids: %q is not a process id", p)
+		}
+		ra.cfg.Nodes = append(ra.cfg.Nodes, NodeProcess{Name: "pid " + p, PID: pid})
 	}
 	for _, t := range strings.Split(targets, ",") {
 		if t = strings.TrimSpace(t); t != "" {
@@ -199,6 +216,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitNotStarted
 		}
 		cfg.Targets = cluster.Targets()
+		cfg.Nodes = cluster.Processes()
 		cfg.MerchantKey, cfg.MerchantSecret = m.API.PublicKey, m.API.SecretKey
 		cfg.WebhookKey, cfg.WebhookSecret = m.Webhook.PublicKey, m.Webhook.SecretKey
 	}
@@ -279,6 +297,9 @@ func mainCompare(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "A = %s\nB = %s\n", args[0], args[1])
 	rows, note := Compare(a, b)
 	WriteComparison(stdout, rows, note)
+	for _, line := range cpuLines(a, b) {
+		fmt.Fprintln(stdout, line)
+	}
 	if s := stealNote(a, b); s != "" {
 		fmt.Fprintln(stdout, s)
 	}

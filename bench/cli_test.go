@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,9 @@ func TestMainUsageErrors(t *testing.T) {
 		{"run", "--spawn", "2"},
 		{"run", "--spawn", "1", "--merchant-key", "k"},
 		{"run", "--target", "http://127.0.0.1:1", "--gatewayd", "/bin/true"},
+		{"run", "--target", "http://127.0.0.1:1", "--node-pids", "12,x"},
+		{"run", "--target", "http://127.0.0.1:1", "--node-pids", "-4"},
+		{"run", "--spawn", "1", "--node-pids", "12"},
 		{"run", "--target", "http://10.1.2.3:80", "--workload", "ceiling"},
 		{"run", "--target", "http://127.0.0.1:1", "--workload", "nope"},
 		{"run", "--target", "http://127.0.0.1:1", "--workload", "mixed", "--mix", "refund=1"},
@@ -134,6 +138,30 @@ func TestCompare(t *testing.T) {
 	}
 	if strings.Contains(stdout.String(), "only-in-b") {
 		t.Errorf("unpaired op compared:\n%s", stdout.String())
+	}
+	if strings.Contains(stdout.String(), "CPU per request") {
+		t.Errorf("a CPU line without CPU figures:\n%s", stdout.String())
+	}
+}
+
+// TestCompareCPUPerRequest: runs that carry their processes' CPU compare it
+// per workload, averaged over a side's runs of that workload, nodes summed.
+func TestCompareCPUPerRequest(t *testing.T) {
+	withCPU := func(r Report, harness float64, nodes ...float64) Report {
+		r.ProcessCPU = []ProcessCPU{{Name: harnessName, USPerRequest: harness}}
+		for i, n := range nodes {
+			r.ProcessCPU = append(r.ProcessCPU, ProcessCPU{Name: fmt.Sprintf("node%d", i+1), USPerRequest: n})
+		}
+		return r
+	}
+	charge := report("charge", map[string]OpReport{"charge": {Count: 1000, Throughput: 1000}})
+	status := report("status", map[string]OpReport{"status": {Count: 1000, Throughput: 1000}})
+	a := []Report{withCPU(charge, 40, 200), withCPU(charge, 30, 100), withCPU(status, 10, 20), charge}
+	b := []Report{withCPU(charge, 35, 60, 30, 30), status}
+	got := cpuLines(a, b)
+	want := []string{"CPU per request, charge: nodes 150µs → 120µs (0.80x), harness 35µs → 35µs (1.00x)"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
 

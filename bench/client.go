@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -31,6 +32,9 @@ type client struct {
 	key     *signature.Key // keyed HMAC states, pooled: no key schedule per request
 	timeout time.Duration
 	uris    map[string]string // operation → absolute URI, built once
+	// completed counts the requests answered or failed, for the CPU per
+	// request (processcpu.go).
+	completed atomic.Int64
 }
 
 func newClient(target, pk, sk string, conns int, timeout time.Duration) (*client, error) {
@@ -97,7 +101,9 @@ func (c *client) get(name string) answer {
 }
 
 func (c *client) do(req *fasthttp.Request, resp *fasthttp.Response, wantStatus bool) answer {
-	if err := c.hc.DoTimeout(req, resp, c.timeout); err != nil {
+	err := c.hc.DoTimeout(req, resp, c.timeout)
+	c.completed.Add(1)
+	if err != nil {
 		return answer{kind: transportKind(err)}
 	}
 	a := answer{status: resp.StatusCode()}

@@ -100,6 +100,60 @@ func stealNote(a, b []Report) string {
 	return fmt.Sprintf("host CPU stolen by the hypervisor: up to %.0f%% in A, %.0f%% in B; ratios also measure the host", sa, sb)
 }
 
+// cpuLines compare the CPU per request of the runs that carry it, one line
+// per workload found on both sides, e.g. "CPU per request, charge: nodes
+// 164µs → 150µs (0.91x), harness 34µs → 33µs (0.97x)". Where the rates
+// moved with the host, this is the comparison that still says which build
+// does less work. A workload that appears several times on a side is
+// averaged over its runs.
+func cpuLines(a, b []Report) []string {
+	type perRequest struct{ nodes, harness, runs float64 }
+	collect := func(rs []Report) map[string]*perRequest {
+		m := map[string]*perRequest{}
+		for _, r := range rs {
+			var nodes, harness float64
+			var haveNodes, haveHarness bool
+			for _, p := range r.ProcessCPU {
+				if p.Name == harnessName {
+					harness, haveHarness = p.USPerRequest, true
+				} else {
+					nodes, haveNodes = nodes+p.USPerRequest, true
+				}
+			}
+			if !haveNodes || !haveHarness {
+				continue
+			}
+			pr := m[r.Workload]
+			if pr == nil {
+				pr = &perRequest{}
+				m[r.Workload] = pr
+			}
+			pr.nodes += nodes
+			pr.harness += harness
+			pr.runs++
+		}
+		return m
+	}
+	ma, mb := collect(a), collect(b)
+	var workloads []string
+	for w := range mb {
+		if ma[w] != nil {
+			workloads = append(workloads, w)
+		}
+	}
+	sort.Strings(workloads)
+	lines := make([]string, 0, len(workloads))
+	for _, w := range workloads {
+		pa, pb := ma[w], mb[w]
+		na, nb := pa.nodes/pa.runs, pb.nodes/pb.runs
+		ha, hb := pa.harness/pa.runs, pb.harness/pb.runs
+		lines = append(lines, fmt.Sprintf("CPU per request, %s: nodes %s → %s (%s), harness %s → %s (%s)", w,
+			fmtUS(int64(na)), fmtUS(int64(nb)), fmtRatio(div(nb, na)),
+			fmtUS(int64(ha)), fmtUS(int64(hb)), fmtRatio(div(hb, ha))))
+	}
+	return lines
+}
+
 // WriteComparison prints the ratios as a table.
 func WriteComparison(w io.Writer, rows []Ratio, note string) {
 	if note != "" {

@@ -79,6 +79,11 @@ type Config struct {
 	Timeout      time.Duration // per request; also bounds the lifecycle's wait for authorisation
 	WebhookWait  time.Duration // webhooks: how long after the window to wait for outstanding notifications
 
+	// Nodes, when set, are gateway processes on this machine whose CPU time
+	// the report counts with the harness's own (Linux): the CLI sets them
+	// for the nodes --spawn starts, and from --node-pids.
+	Nodes []NodeProcess
+
 	// Progress, when set, receives a one-line progress display once a second
 	// (carriage return, no newline); the CLI sets it only when stdout is a terminal.
 	Progress io.Writer

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -45,6 +47,7 @@ func TestWorkloadsAgainstRealGatewayd(t *testing.T) {
 			if r.Errors.Total != 0 {
 				t.Fatalf("errors against the real node: %+v\n%s", r.Errors, stdout.String())
 			}
+			checkNodeCPU(t, r, "node1")
 			if w == bench.WorkloadWebhooks && (r.Webhooks == nil || r.Webhooks.Delivered == 0 || r.Webhooks.Duplicates != 0) {
 				t.Fatalf("webhooks: %+v", r.Webhooks)
 			}
@@ -81,5 +84,38 @@ func TestRecordedOrdersFeedStatus(t *testing.T) {
 	}
 	if !bytes.Contains(out.Bytes(), []byte("order pool: 30 orders")) {
 		t.Fatalf("status did not read the 30 recorded orders:\n%s", out.String())
+	}
+	// Against a target, --node-pids names the node whose CPU to count.
+	pid := c.Processes()[0].PID
+	out.Reset()
+	args := append([]string{"run", "--workload", "status", "--duration", "1s", "--pool-file", ids, "--node-pids", strconv.Itoa(pid)}, base...)
+	if code := bench.Main(ctx, args, &out, &out); code != 0 {
+		t.Fatalf("status run with --node-pids: %s", out.String())
+	}
+	reports, err := bench.LoadReports(base[len(base)-1])
+	if err != nil || len(reports) != 1 {
+		t.Fatalf("report: %v", err)
+	}
+	checkNodeCPU(t, reports[0], "pid "+strconv.Itoa(pid))
+}
+
+// checkNodeCPU asserts that a report on Linux counts the harness's and the
+// node's CPU, in proportion to the requests made.
+func checkNodeCPU(t *testing.T, r bench.Report, node string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	byName := map[string]bench.ProcessCPU{}
+	for _, p := range r.ProcessCPU {
+		byName[p.Name] = p
+	}
+	for _, name := range []string{"harness", node} {
+		p, ok := byName[name]
+		// A node serving requests for a second spends more than the 10 ms
+		// that /proc counts in.
+		if !ok || p.Seconds <= 0 || p.USPerRequest <= 0 || p.Cores <= 0 {
+			t.Errorf("%s's CPU is missing from the report: %+v", name, r.ProcessCPU)
+		}
 	}
 }

@@ -16,22 +16,25 @@ import (
 // Report is the result of one run, as written by --json. Latencies are in
 // microseconds; throughput in operations per second of the measured window.
 type Report struct {
-	Workload    string              `json:"workload"`
-	Target      string              `json:"target"` // comma-separated when several nodes were driven
-	Loop        string              `json:"loop"`   // "closed" or "open"
-	Concurrency int                 `json:"concurrency"`
-	Rate        float64             `json:"rate"`     // arrivals per second (open loop); 0 for closed loop
-	Duration    float64             `json:"duration"` // seconds of the measured window
-	Warmup      float64             `json:"warmup"`   // seconds of unrecorded load before it
-	StartedAt   time.Time           `json:"started_at"`
-	Interrupted bool                `json:"interrupted,omitzero"`
-	Mix         string              `json:"mix,omitzero"`
-	Machine     Machine             `json:"machine"`
-	HostCPU     *HostCPU            `json:"host_cpu,omitzero"` // Linux only
-	Ops         map[string]OpReport `json:"ops"`
-	Errors      ErrorReport         `json:"errors"`
-	OpenLoop    *OpenLoopReport     `json:"open_loop,omitzero"`
-	Webhooks    *WebhookReport      `json:"webhooks,omitzero"`
+	Workload    string    `json:"workload"`
+	Target      string    `json:"target"` // comma-separated when several nodes were driven
+	Loop        string    `json:"loop"`   // "closed" or "open"
+	Concurrency int       `json:"concurrency"`
+	Rate        float64   `json:"rate"`     // arrivals per second (open loop); 0 for closed loop
+	Duration    float64   `json:"duration"` // seconds of the measured window
+	Warmup      float64   `json:"warmup"`   // seconds of unrecorded load before it
+	StartedAt   time.Time `json:"started_at"`
+	Interrupted bool      `json:"interrupted,omitzero"`
+	Mix         string    `json:"mix,omitzero"`
+	Machine     Machine   `json:"machine"`
+	HostCPU     *HostCPU  `json:"host_cpu,omitzero"` // Linux only
+	// ProcessCPU is the harness's CPU and that of the nodes it was told
+	// of (Config.Nodes), Linux only.
+	ProcessCPU []ProcessCPU        `json:"process_cpu,omitzero"`
+	Ops        map[string]OpReport `json:"ops"`
+	Errors     ErrorReport         `json:"errors"`
+	OpenLoop   *OpenLoopReport     `json:"open_loop,omitzero"`
+	Webhooks   *WebhookReport      `json:"webhooks,omitzero"`
 	// Timeline is the window second by second, so that a stall shows when
 	// it happened and how long it lasted, not only in the percentiles.
 	Timeline []Second `json:"timeline,omitzero"`
@@ -236,6 +239,9 @@ func (r *Report) WriteSummary(w io.Writer) {
 	}
 	if r.HostCPU != nil {
 		fmt.Fprintln(w, r.HostCPU.summary())
+	}
+	if line := processCPUSummary(r.ProcessCPU); line != "" {
+		fmt.Fprintln(w, line)
 	}
 	if wh := r.Webhooks; wh != nil {
 		fmt.Fprintf(w, "webhooks: %d/%d delivered (%.1f/s), %d undelivered; %d received in all, %d duplicates, %d unmatched, %d bad signatures\n",

@@ -43,8 +43,9 @@ type run struct {
 	poolMade     atomic.Int64
 	measureStart time.Time
 	end          time.Time
-	hostCPU      *HostCPU // over the window (Linux); set by measure
-	timeline     []Second // by startTimeline, then cutRest
+	hostCPU      *HostCPU     // over the window (Linux); set by measure
+	processCPU   []ProcessCPU // the harness and cfg.Nodes over the window (Linux); set by measure
+	timeline     []Second     // by startTimeline, then cutRest
 
 	// open loop
 	scheduled, sent, dropped, late atomic.Int64
@@ -224,14 +225,17 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	r.end = r.measureStart.Add(r.cfg.Duration)
 	r.phase.Store("load")
 	type cpuSample struct {
-		t  cpuTimes
-		ok bool
+		t        cpuTimes
+		ok       bool
+		procs    processSample
+		requests int64
+	}
+	sampleCPU := func() cpuSample {
+		t, ok := readCPUTimes()
+		return cpuSample{t: t, ok: ok, procs: sampleProcesses(r.cfg.Nodes), requests: r.completed()}
 	}
 	cpuAtStart := make(chan cpuSample, 1)
-	cpuTimer := time.AfterFunc(r.cfg.Warmup, func() {
-		t, ok := readCPUTimes()
-		cpuAtStart <- cpuSample{t, ok}
-	})
+	cpuTimer := time.AfterFunc(r.cfg.Warmup, func() { cpuAtStart <- sampleCPU() })
 	stopTimeline := r.startTimeline()
 	var early bool
 	if r.cfg.Rate > 0 {
@@ -242,9 +246,12 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	stopTimeline()
 	select {
 	case start := <-cpuAtStart: // not read if the run ended during the warmup
-		if end, ok := readCPUTimes(); start.ok && ok {
-			r.hostCPU = hostCPUBetween(start.t, end)
+		end := sampleCPU()
+		if start.ok && end.ok {
+			r.hostCPU = hostCPUBetween(start.t, end.t)
 		}
+		r.processCPU = processCPUBetween(start.procs, end.procs, r.cfg.Nodes,
+			time.Since(r.measureStart).Seconds(), end.requests-start.requests)
 	default:
 		cpuTimer.Stop()
 	}
@@ -254,6 +261,15 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	}
 	window := time.Since(r.measureStart)
 	return max(0, min(window, r.cfg.Duration)), interrupted
+}
+
+// completed is how many requests the clients have finished so far.
+func (r *run) completed() int64 {
+	var n int64
+	for _, c := range r.clients {
+		n += c.completed.Load()
+	}
+	return n
 }
 
 // startTimeline cuts the measurements into r.timeline once a second from
@@ -436,6 +452,7 @@ func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool
 		Errors:      buildErrors(m),
 		Webhooks:    webhooks,
 		HostCPU:     r.hostCPU,
+		ProcessCPU:  r.processCPU,
 		Timeline:    r.timeline,
 	}
 	if r.cfg.Workload == WorkloadMixed {

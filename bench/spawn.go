@@ -409,6 +409,15 @@ func (c *Cluster) Targets() []string {
 	return t
 }
 
+// Processes names the nodes' processes, for the report's CPU per request.
+func (c *Cluster) Processes() []NodeProcess {
+	ps := make([]NodeProcess, len(c.Nodes))
+	for i, n := range c.Nodes {
+		ps[i] = NodeProcess{Name: n.ID, PID: n.cmd.Process.Pid}
+	}
+	return ps
+}
+
 // Close stops every node (SIGTERM to all at once, SIGKILL after StopTimeout)
 // and removes the cluster's directory. Only processes Spawn started are
 // signalled, by their own pid.

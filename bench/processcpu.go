@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// NodeProcess is a gateway process on this machine whose CPU time a run
+// counts.
+type NodeProcess struct {
+	Name string // how the report names it: the node id, or "pid N"
+	PID  int
+}
+
+// ProcessCPU is the CPU time (user and system) one process spent in the
+// measured window (Linux, /proc/<pid>/stat). Per request divides it by the
+// HTTP requests the harness completed in the window (notifications its
+// receiver took are not requests): under `charge` the nodes' figure is the
+// node CPU per charge, under `webhooks` per notification (one charge each),
+// under `lifecycle` per step. On two shared cores
+// this is the figure that compares across minutes, where rates move with
+// the host.
+type ProcessCPU struct {
+	Name         string  `json:"name"` // harnessName for gatewaybench itself
+	PID          int     `json:"pid"`
+	Seconds      float64 `json:"cpu_seconds"`
+	Cores        float64 `json:"cores"` // Seconds over the window's length
+	USPerRequest float64 `json:"us_per_request"`
+}
+
+// harnessName names gatewaybench's own entry in a report's ProcessCPU.
+const harnessName = "harness"
+
+// userHZ is the unit of /proc's CPU times: USER_HZ, 100 on every Linux
+// architecture Go supports.
+const userHZ = 100
+
+// processTicks reads a process's user plus system time from
+// /proc/<pid>/stat, in ticks; ok is false where it cannot (not Linux, or
+// the process is gone).
+func processTicks(pid int) (ticks uint64, ok bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	ticks, err = parseProcessTicks(data)
+	return ticks, err == nil
+}
+
+// parseProcessTicks reads utime and stime, the 14th and 15th fields. The
+// second field is the command in parentheses and may itself hold spaces and
+// parentheses, so fields are counted from after its last ')'.
+func parseProcessTicks(stat []byte) (uint64, error) {
+	end := bytes.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("/proc stat has no command field")
+	}
+	fields := strings.Fields(string(stat[end+1:]))
+	// fields[0] is the 3rd field (state); utime is the 14th, stime the 15th.
+	const utime, stime = 14 - 3, 15 - 3
+	if len(fields) <= stime {
+		return 0, fmt.Errorf("/proc stat has %d fields after the command, want more than %d", len(fields), stime)
+	}
+	var sum uint64
+	for _, i := range []int{utime, stime} {
+		n, err := strconv.ParseUint(fields[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc stat field %d: %w", i+3, err)
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// processSample is the CPU ticks of the harness and of each node at one
+// moment; a process that could not be read is missing from ticks.
+type processSample map[int]uint64
+
+// sampleProcesses reads the harness's and the nodes' CPU ticks.
+func sampleProcesses(nodes []NodeProcess) processSample {
+	s := make(processSample, len(nodes)+1)
+	for _, pid := range append([]int{os.Getpid()}, pidsOf(nodes)...) {
+		if t, ok := processTicks(pid); ok {
+			s[pid] = t
+		}
+	}
+	return s
+}
+
+func pidsOf(nodes []NodeProcess) []int {
+	pids := make([]int, len(nodes))
+	for i, n := range nodes {
+		pids[i] = n.PID
+	}
+	return pids
+}
+
+// processCPUBetween is each process's CPU between two samples, the harness
+// first; a process missing from either sample is left out.
+func processCPUBetween(a, b processSample, nodes []NodeProcess, windowSecs float64, requests int64) []ProcessCPU {
+	named := append([]NodeProcess{{Name: harnessName, PID: os.Getpid()}}, nodes...)
+	var out []ProcessCPU
+	for _, p := range named {
+		t0, ok0 := a[p.PID]
+		t1, ok1 := b[p.PID]
+		if !ok0 || !ok1 || t1 < t0 {
+			continue
+		}
+		pc := ProcessCPU{Name: p.Name, PID: p.PID, Seconds: float64(t1-t0) / userHZ}
+		if windowSecs > 0 {
+			pc.Cores = pc.Seconds / windowSecs
+		}
+		if requests > 0 {
+			pc.USPerRequest = pc.Seconds * 1e6 / float64(requests)
+		}
+		out = append(out, pc)
+	}
+	return out
+}
+
+// processCPUSummary is the report's line about the processes' CPU, e.g.
+// "CPU per request: harness 41µs, nodes 205µs (n1 205µs); cores used:
+// harness 0.31, nodes 1.52".
+func processCPUSummary(ps []ProcessCPU) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	var harness *ProcessCPU
+	var nodes []ProcessCPU
+	for i := range ps {
+		if ps[i].Name == harnessName {
+			harness = &ps[i]
+		} else {
+			nodes = append(nodes, ps[i])
+		}
+	}
+	var per, cores []string
+	if harness != nil {
+		per = append(per, "harness "+fmtUS(int64(harness.USPerRequest)))
+		cores = append(cores, fmt.Sprintf("harness %.2f", harness.Cores))
+	}
+	if len(nodes) > 0 {
+		var sumUS, sumCores float64
+		each := make([]string, len(nodes))
+		for i, n := range nodes {
+			sumUS += n.USPerRequest
+			sumCores += n.Cores
+			each[i] = n.Name + " " + fmtUS(int64(n.USPerRequest))
+		}
+		per = append(per, "nodes "+fmtUS(int64(sumUS))+" ("+strings.Join(each, ", ")+")")
+		cores = append(cores, fmt.Sprintf("nodes %.2f", sumCores))
+	}
+	return "CPU per request: " + strings.Join(per, ", ") + "; cores used: " + strings.Join(cores, ", ")
+}
