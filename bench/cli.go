@@ -35,6 +35,8 @@ target:
                          in a temporary directory, create a merchant, remove it all afterwards
   --gatewayd PATH        gatewayd binary for --spawn (default: go build ./cmd/gatewayd)
   --settle-delay-unit D  --settle-delay-unit given to spawned nodes (default 1h)
+  --gatewayd-flag F      --spawn: one more argument for every node, repeatable; {node} in it
+                         becomes the node's id, e.g. --gatewayd-flag=--raft-log-dir=/mnt/wal/{node}
   --ready-timeout D      --spawn: bound on each wait for the nodes (default 60s)
   --node-pids PID[,PID]  --target: the nodes' process ids, to report their CPU per request
                          (Linux; --spawn reports its nodes' own)
@@ -94,6 +96,7 @@ type runArgs struct {
 	spawn           int
 	gatewayd        string
 	settleDelayUnit string
+	gatewaydFlags   []string // --gatewayd-flag, in order
 	readyTimeout    time.Duration
 	jsonPath        string
 }
@@ -128,6 +131,10 @@ func parseRunArgs(args []string) (runArgs, error) {
 	fs.StringVar(&ra.jsonPath, "json", "", "")
 	var pids string
 	fs.StringVar(&pids, "node-pids", "", "")
+	fs.Func("gatewayd-flag", "", func(v string) error {
+		ra.gatewaydFlags = append(ra.gatewaydFlags, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return ra, err
 	}
@@ -150,8 +157,8 @@ func parseRunArgs(args []string) (runArgs, error) {
 		return ra, fmt.Errorf("--spawn %d: 1 or 3", ra.spawn)
 	case ra.spawn != 0 && (ra.cfg.MerchantKey != "" || ra.cfg.WebhookKey != ""):
 		return ra, errors.New("--spawn creates its own merchant: drop the key flags")
-	case ra.spawn == 0 && ra.gatewayd != "":
-		return ra, errors.New("--gatewayd needs --spawn")
+	case ra.spawn == 0 && (ra.gatewayd != "" || len(ra.gatewaydFlags) > 0):
+		return ra, errors.New("--gatewayd and --gatewayd-flag need --spawn")
 	case ra.spawn != 0 && pids != "":
 		return ra, errors.New("--spawn reports its own nodes' CPU: drop --node-pids")
 	}
@@ -265,6 +272,7 @@ func spawnForRun(ctx context.Context, ra runArgs, log io.Writer) (*Cluster, func
 		Nodes:           ra.spawn,
 		SettleDelayUnit: ra.settleDelayUnit,
 		ReadyTimeout:    ra.readyTimeout,
+		ExtraArgs:       ra.gatewaydFlags,
 		Log:             log,
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -117,5 +118,27 @@ func checkNodeCPU(t *testing.T, r bench.Report, node string) {
 		if !ok || p.Seconds <= 0 || p.USPerRequest <= 0 || p.Cores <= 0 {
 			t.Errorf("%s's CPU is missing from the report: %+v", name, r.ProcessCPU)
 		}
+	}
+}
+
+// --gatewayd-flag reaches every spawned node, with {node} made the node's
+// id: here the raft log goes to a folder of the test's.
+func TestGatewaydFlagReachesTheNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns real nodes")
+	}
+	bin := nodetest.Binary(t)
+	wal := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	args := []string{"run", "--spawn", "1", "--gatewayd", bin, "--workload", "charge", "--concurrency", "2",
+		"--requests", "20", "--gatewayd-flag=--raft-log-dir=" + filepath.Join(wal, "{node}-wal")}
+	if code := bench.Main(ctx, args, &out, &out); code != 0 {
+		t.Fatalf("exit %d\n%s", code, out.String())
+	}
+	entries, err := os.ReadDir(filepath.Join(wal, "node1-wal"))
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("node1's raft log is not in the folder given (%v, %d entries)\n%s", err, len(entries), out.String())
 	}
 }

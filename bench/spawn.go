@@ -42,7 +42,9 @@ type SpawnOptions struct {
 	// WebhookRetryDelays is passed as --webhook-retry-delays. The default
 	// retries within seconds so that a failed delivery is retried inside a run.
 	WebhookRetryDelays string
-	// ExtraArgs are appended to every node's arguments.
+	// ExtraArgs are appended to every node's arguments; "{node}" in one is
+	// replaced by the node's id (node1, ...), for flags that need a path of
+	// each node's own, such as --raft-log-dir.
 	ExtraArgs []string
 	// Env is added to every node's environment.
 	Env []string
@@ -224,7 +226,9 @@ func (c *Cluster) launch(id, join string) (*Node, error) {
 	if join != "" {
 		args = append(args, "--join", join)
 	}
-	args = append(args, c.opts.ExtraArgs...)
+	for _, a := range c.opts.ExtraArgs {
+		args = append(args, strings.ReplaceAll(a, "{node}", id))
+	}
 	// Not exec.CommandContext: the process must outlive a cancelled context
 	// long enough to be stopped with SIGTERM by Close.
 	n.cmd = exec.Command(c.opts.Binary, args...)
