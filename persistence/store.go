@@ -39,7 +39,11 @@ const (
 var keyApplied = []byte(prefixMeta + "applied")
 
 // Pebble sizing: the block cache holds the working set of recent orders;
-// the memtable absorbs write bursts between flushes.
+// the memtable absorbs write bursts between flushes. Pebble reserves each
+// memtable's size in the block cache, so once the memtable has grown,
+// blocks have 64 MiB of the 128 (none while a flush is pending). A cache
+// larger by two memtables left reads in the node within noise and added
+// ~350 MB of RSS (docs/performance.md, "Looked at and not kept").
 const (
 	blockCacheBytes = 128 << 20
 	memTableBytes   = 64 << 20
