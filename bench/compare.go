@@ -111,16 +111,8 @@ func cpuLines(a, b []Report) []string {
 	collect := func(rs []Report) map[string]*perRequest {
 		m := map[string]*perRequest{}
 		for _, r := range rs {
-			var nodes, harness float64
-			var haveNodes, haveHarness bool
-			for _, p := range r.ProcessCPU {
-				if p.Name == harnessName {
-					harness, haveHarness = p.USPerRequest, true
-				} else {
-					nodes, haveNodes = nodes+p.USPerRequest, true
-				}
-			}
-			if !haveNodes || !haveHarness {
+			harness, nodes := harnessAndNodes(r.ProcessCPU)
+			if harness == nil || len(nodes) == 0 {
 				continue
 			}
 			pr := m[r.Workload]
@@ -128,8 +120,10 @@ func cpuLines(a, b []Report) []string {
 				pr = &perRequest{}
 				m[r.Workload] = pr
 			}
-			pr.nodes += nodes
-			pr.harness += harness
+			for _, n := range nodes {
+				pr.nodes += n.USPerRequest
+			}
+			pr.harness += harness.USPerRequest
 			pr.runs++
 		}
 		return m

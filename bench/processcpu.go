@@ -20,9 +20,8 @@ type NodeProcess struct {
 // HTTP requests the harness completed in the window (notifications its
 // receiver took are not requests): under `charge` the nodes' figure is the
 // node CPU per charge, under `webhooks` per notification (one charge each),
-// under `lifecycle` per step. On two shared cores
-// this is the figure that compares across minutes, where rates move with
-// the host.
+// under `lifecycle` per step. On two shared cores this is the figure that
+// compares across minutes, where rates move with the host.
 type ProcessCPU struct {
 	Name         string  `json:"name"` // harnessName for gatewaybench itself
 	PID          int     `json:"pid"`
@@ -76,26 +75,22 @@ func parseProcessTicks(stat []byte) (uint64, error) {
 }
 
 // processSample is the CPU ticks of the harness and of each node at one
-// moment; a process that could not be read is missing from ticks.
+// moment, by pid; a process that could not be read is missing from it.
 type processSample map[int]uint64
 
 // sampleProcesses reads the harness's and the nodes' CPU ticks.
 func sampleProcesses(nodes []NodeProcess) processSample {
 	s := make(processSample, len(nodes)+1)
-	for _, pid := range append([]int{os.Getpid()}, pidsOf(nodes)...) {
+	read := func(pid int) {
 		if t, ok := processTicks(pid); ok {
 			s[pid] = t
 		}
 	}
-	return s
-}
-
-func pidsOf(nodes []NodeProcess) []int {
-	pids := make([]int, len(nodes))
-	for i, n := range nodes {
-		pids[i] = n.PID
+	read(os.Getpid())
+	for _, n := range nodes {
+		read(n.PID)
 	}
-	return pids
+	return s
 }
 
 // processCPUBetween is each process's CPU between two samples, the harness
@@ -128,15 +123,7 @@ func processCPUSummary(ps []ProcessCPU) string {
 	if len(ps) == 0 {
 		return ""
 	}
-	var harness *ProcessCPU
-	var nodes []ProcessCPU
-	for i := range ps {
-		if ps[i].Name == harnessName {
-			harness = &ps[i]
-		} else {
-			nodes = append(nodes, ps[i])
-		}
-	}
+	harness, nodes := harnessAndNodes(ps)
 	var per, cores []string
 	if harness != nil {
 		per = append(per, "harness "+fmtUS(int64(harness.USPerRequest)))
@@ -154,4 +141,17 @@ func processCPUSummary(ps []ProcessCPU) string {
 		cores = append(cores, fmt.Sprintf("nodes %.2f", sumCores))
 	}
 	return "CPU per request: " + strings.Join(per, ", ") + "; cores used: " + strings.Join(cores, ", ")
+}
+
+// harnessAndNodes splits a report's ProcessCPU into the harness's entry
+// (nil when absent) and the nodes'.
+func harnessAndNodes(ps []ProcessCPU) (harness *ProcessCPU, nodes []ProcessCPU) {
+	for i := range ps {
+		if ps[i].Name == harnessName {
+			harness = &ps[i]
+		} else {
+			nodes = append(nodes, ps[i])
+		}
+	}
+	return harness, nodes
 }
