@@ -14,7 +14,7 @@ import (
 
 func threeDSFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := newFixture(t, time.Minute)
+	f := newFixture(t)
 	f.deps.ThreeDS = ThreeDSConfig{URLBase: "http://pay.test", TTL: time.Minute}
 	return f
 }

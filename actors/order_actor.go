@@ -49,8 +49,6 @@ type Deps struct {
 	SettleUnit time.Duration
 	// TokenTTL is how long a payment token stays usable.
 	TokenTTL time.Duration
-	// IdleAfter retires an actor with no message for this long.
-	IdleAfter time.Duration
 	// ProposeTimeout bounds one proposal.
 	ProposeTimeout time.Duration
 	// AuthAttempts bounds acquirer calls that fail in transport before the
@@ -112,19 +110,22 @@ type authAnswer struct {
 	settleDelayHours int64 // > 0: approval schedules the automatic settle
 }
 
-type idleCheck struct{}
-
 // orderActor serialises every operation on one order. It keeps no order
 // state of its own: it reads the applied state from the store, decides, and
 // proposes; the FSM's result is the truth it replies with. Blocking on a
 // proposal blocks only this order's mailbox.
+//
+// It retires as soon as it is quiet (DESIGN.md, "Passivation"): nothing in
+// its mailbox, no acquirer answer it is waiting for, no CVV held.
 type orderActor struct {
 	key       Key
 	deps      *Deps
 	reg       *Registry
 	processed uint64
-	lastSeen  time.Time
-	idleTimer *time.Timer
+	// awaiting counts the acquirer answers this actor arranged to be sent
+	// to it and has not received: it stays for them rather than have a
+	// successor spawned to take them.
+	awaiting int
 	// held is the CVV of a payment waiting for its 3-D Secure answer: in
 	// this actor's memory only, never stored (forms.go).
 	held heldCVV
@@ -136,35 +137,29 @@ func NewOrderActorProducer(deps *Deps, reg func() *Registry) func(Key) actor.Act
 }
 
 func (a *orderActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		a.lastSeen = time.Now()
-		a.scheduleIdle(ctx)
-	case *actor.Stopping:
-		if a.idleTimer != nil {
-			a.idleTimer.Stop()
-		}
-	case idleCheck:
-		// An actor holding a CVV for an open challenge stays until the
-		// challenge ends, so the customer's answer finds it.
-		if time.Since(a.lastSeen) >= a.deps.IdleAfter && !a.held.active(time.Now()) &&
-			a.reg.TryRetire(a.key, ctx.Self(), a.processed) {
-			ctx.Stop(ctx.Self())
-			return
-		}
-		a.scheduleIdle(ctx)
-	case envelope:
+	if m, ok := ctx.Message().(envelope); ok {
 		a.processed++
-		a.lastSeen = time.Now()
 		a.handle(m)
+		a.retireIfQuiet(ctx)
 	}
 }
 
-func (a *orderActor) scheduleIdle(ctx actor.Context) {
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	// Not ctx.SetReceiveTimeout: it trips the race detector (protoactor #1139).
-	a.idleTimer = time.AfterFunc(a.deps.IdleAfter, func() { root.Send(self, idleCheck{}) })
+// retireIfQuiet stops the actor when nothing is left for it to do. An actor
+// holding a CVV for an open challenge stays until the challenge ends (the
+// customer's answer or the scheduler's Expire reaches it), so the CVV is
+// there for the authorisation. TryRetire refuses while messages are on
+// their way, so nothing sent is lost to a stopping actor.
+func (a *orderActor) retireIfQuiet(ctx actor.Context) {
+	if a.awaiting > 0 || a.held.active(time.Now()) {
+		return
+	}
+	if a.reg.TryRetire(a.key, ctx.Self(), a.processed) {
+		ctx.Stop(ctx.Self())
+	}
 }
+
+// expectAnswer notes an acquirer answer on its way to this actor.
+func (a *orderActor) expectAnswer() { a.awaiting++ }
 
 func (a *orderActor) handle(env envelope) {
 	switch m := env.msg.(type) {
@@ -173,6 +168,8 @@ func (a *orderActor) handle(env envelope) {
 	case *Operation:
 		env.respond(a.operate(m))
 	case authAnswer:
+		// A successor of the actor that asked takes the answer as well.
+		a.awaiting = max(a.awaiting-1, 0)
 		a.applyAuthAnswer(m)
 	case ResumeAuth:
 		a.resume()
@@ -316,6 +313,7 @@ func (a *orderActor) startAuth(o *order.Order, card vault.Card, cvv, cryptogram,
 	}
 	key, reg, deps := a.key, a.reg, a.deps
 	issueToken, settleDelay := o.Source.Type == "card", o.SettleDelayHours
+	a.expectAnswer()
 	go func() {
 		res := authorize(deps, req)
 		reg.Send(key, authAnswer{txnID: req.Reference, res: res, issueToken: issueToken, settleDelayHours: settleDelay})

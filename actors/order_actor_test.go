@@ -50,7 +50,7 @@ type fixture struct {
 	deps     *Deps
 }
 
-func newFixture(t *testing.T, idle time.Duration) *fixture {
+func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store, err := persistence.Open(t.TempDir(), logger)
@@ -69,7 +69,7 @@ func newFixture(t *testing.T, idle time.Duration) *fixture {
 	f.deps = &Deps{
 		Proposer: f.proposer, Store: store, Acquirer: f.acq, Vault: v, Logger: logger,
 		Now: time.Now, NewID: func() string { return fmt.Sprintf("id-%06d", ids.Add(1)) },
-		SettleUnit: time.Millisecond, TokenTTL: time.Hour, IdleAfter: idle,
+		SettleUnit: time.Millisecond, TokenTTL: time.Hour,
 		ProposeTimeout: 5 * time.Second, AuthAttempts: 3,
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
@@ -116,7 +116,7 @@ func (f *fixture) waitStatus(t *testing.T, merchant, id string, want order.Statu
 }
 
 func TestCreateAuthorisesAndIssuesToken(t *testing.T) {
-	f := newFixture(t, time.Minute)
+	f := newFixture(t)
 	r := f.create(t, "m1", "o1", "h1", 24)
 	if r.Err != nil || r.Reject != nil || r.Order.Status != order.StatusProcessing {
 		t.Fatalf("create: %+v", r)
@@ -136,7 +136,7 @@ func TestCreateAuthorisesAndIssuesToken(t *testing.T) {
 // Concurrent identical creates are serialised by the actor: one order, one
 // proposal of a create, one authorisation.
 func TestConcurrentIdenticalCreatesChargeOnce(t *testing.T) {
-	f := newFixture(t, time.Minute)
+	f := newFixture(t)
 	var wg sync.WaitGroup
 	txns := make([]string, 40)
 	for i := range txns {
@@ -166,22 +166,45 @@ func TestConcurrentIdenticalCreatesChargeOnce(t *testing.T) {
 	}
 }
 
-// Idle actors retire; messages sent while they retire are never lost.
-func TestIdleActorsRetireWithoutLosingMessages(t *testing.T) {
-	f := newFixture(t, 5*time.Millisecond)
+// An actor waiting for the acquirer's answer stays for it; once it has
+// nothing left to do it retires at once, without a timer.
+func TestActorStaysForItsAnswerThenRetires(t *testing.T) {
+	f := newFixture(t)
+	f.deps.Acquirer = acquirer.NewSandbox(200 * time.Millisecond)
+	if r := f.create(t, "m1", "slow", "h", 24); r.Order.Status != order.StatusProcessing {
+		t.Fatalf("create: %+v", r)
+	}
+	if n := f.reg.Live(); n != 1 {
+		t.Fatalf("%d actors live while the acquirer answers, want 1", n)
+	}
+	f.waitStatus(t, "m1", "slow", order.StatusAuthorized)
+	waitNoActors(t, f.reg)
+	// A request that fails the state machine leaves nothing behind either.
+	f.reg.Request(Key{"m1", "slow"}, &Operation{Kind: order.KindRefund, Merchant: "m1", OrderID: "slow", Amount: 1}, 5*time.Second)
+	waitNoActors(t, f.reg)
+}
+
+func waitNoActors(t *testing.T, reg *Registry) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for reg.Live() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := reg.Live(); n != 0 {
+		t.Fatalf("%d actors still live with nothing to do", n)
+	}
+}
+
+// Quiet actors retire; messages sent while they retire are never lost.
+func TestQuietActorsRetireWithoutLosingMessages(t *testing.T) {
+	f := newFixture(t)
 	for i := range 20 {
 		f.create(t, "m1", fmt.Sprintf("o%d", i), "h", 24)
 	}
 	for i := range 20 {
 		f.waitStatus(t, "m1", fmt.Sprintf("o%d", i), order.StatusAuthorized)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for f.reg.Live() > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := f.reg.Live(); n != 0 {
-		t.Fatalf("%d actors still live after idling", n)
-	}
+	waitNoActors(t, f.reg)
 	// Hammer: requests race with retirement; every one must be answered.
 	var wg sync.WaitGroup
 	var answered atomic.Int64
@@ -217,7 +240,7 @@ func TestIdleActorsRetireWithoutLosingMessages(t *testing.T) {
 }
 
 func TestSchedulerSettlesAndResumes(t *testing.T) {
-	f := newFixture(t, time.Minute)
+	f := newFixture(t)
 	f.create(t, "m1", "auto", "h", 5) // 5 ms with SettleUnit = 1 ms
 	f.waitStatus(t, "m1", "auto", order.StatusAuthorized)
 	// A pending authorisation as a crash would leave it: proposed, never answered.

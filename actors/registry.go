@@ -25,7 +25,7 @@ var ErrStopped = errors.New("actors: registry stopped")
 
 const shardCount = 64
 
-// Registry finds or spawns the actor of a key and retires idle ones.
+// Registry finds or spawns the actor of a key and retires quiet ones.
 //
 // Concurrency contract: every message to an order actor is enqueued while
 // holding the key's shard lock, and each entry counts what it was sent. An

@@ -62,7 +62,7 @@ func createWithCallback(t *testing.T, f *fixture, id string) {
 // Each notification is attempted exactly once when the receiver accepts it,
 // however the dispatcher's scans interleave with committed results.
 func TestWebhooksDeliverEachOnce(t *testing.T) {
-	f := newFixture(t, time.Minute)
+	f := newFixture(t)
 	log := &attemptLog{count: map[string]int{}}
 	startWebhooks(t, f, log.attempt, []time.Duration{time.Second})
 	const orders = 300
@@ -91,7 +91,7 @@ func TestWebhooksDeliverEachOnce(t *testing.T) {
 // Failed attempts follow the offsets from the first attempt, then the
 // delivery is marked failed.
 func TestWebhooksRetryThenFail(t *testing.T) {
-	f := newFixture(t, time.Minute)
+	f := newFixture(t)
 	log := &attemptLog{count: map[string]int{}, fail: 100}
 	startWebhooks(t, f, log.attempt, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond})
 	createWithCallback(t, f, "fails")
@@ -162,7 +162,7 @@ func (l *attemptLog) snapshot() map[string]int {
 // A delivery actor that crashes mid-attempt is restarted by its supervisor
 // and delivers the same notification: nothing is lost.
 func TestWebhookDeliveryActorCrashIsRestarted(t *testing.T) {
-	f := newFixture(t, time.Minute)
+	f := newFixture(t)
 	log := &attemptLog{count: map[string]int{}}
 	var crashed sync.Once
 	crashing := func(ctx context.Context, d webhook.Delivery) webhook.Attempt {
@@ -189,7 +189,7 @@ func TestWebhookDeliveryActorCrashIsRestarted(t *testing.T) {
 // notifications are all delivered at once, and at most PerEndpoint requests
 // to the one endpoint run at the same time.
 func TestWebhooksDeliverOfferedWithoutScan(t *testing.T) {
-	f := newFixture(t, time.Minute)
+	f := newFixture(t)
 	var mu sync.Mutex
 	active, peak := 0, 0
 	delivered := map[string]bool{}
@@ -237,7 +237,7 @@ func TestWebhooksDeliverOfferedWithoutScan(t *testing.T) {
 // hour-long poll a failing notification is still attempted on its offsets
 // and then marked failed.
 func TestWebhooksRetriesTimedWithoutPolling(t *testing.T) {
-	f := newFixture(t, time.Minute)
+	f := newFixture(t)
 	log := &attemptLog{count: map[string]int{}, fail: 100}
 	delays := []time.Duration{30 * time.Millisecond, 60 * time.Millisecond}
 	w := startWebhooksPolling(t, f, log.attempt, delays, time.Hour)
@@ -252,7 +252,7 @@ func TestWebhooksRetriesTimedWithoutPolling(t *testing.T) {
 // waits for the request of the one before to end, while other orders'
 // notifications go on meanwhile.
 func TestWebhooksSendAnOrdersNotificationsInOrder(t *testing.T) {
-	f := newFixture(t, time.Minute)
+	f := newFixture(t)
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var started []string // order_id/status, in the order requests began

@@ -37,7 +37,6 @@ type Config struct {
 
 	// Tuning knobs that are not flags of the contract.
 	RaftLogDir        string        // raft log; "" = DataDir/raft/wal
-	ActorIdleAfter    time.Duration // idle order actors retire after this
 	TokenTTL          time.Duration // payment token lifetime
 	HeartbeatTimeout  time.Duration // raft; 0 = default
 	ElectionTimeout   time.Duration // raft; 0 = default
@@ -69,7 +68,6 @@ func Defaults() Config {
 		FormTTL:            30 * time.Minute,
 		WebhookRetryDelays: DefaultRetryDelays,
 		SettleDelayUnit:    time.Hour,
-		ActorIdleAfter:     2 * time.Second,
 		TokenTTL:           365 * 24 * time.Hour,
 		// A snapshot at full disk speed stalls the raft log's fsyncs and
 		// Pebble's flushes; at 32 MiB/s a million orders (1.4 GB) take 45 s
@@ -122,9 +120,6 @@ func (c *Config) Validate() error {
 		c.FormURL = "http://" + c.HTTPAddr
 	}
 	c.FormURL = strings.TrimRight(c.FormURL, "/")
-	if c.ActorIdleAfter <= 0 {
-		c.ActorIdleAfter = 2 * time.Second
-	}
 	if c.TokenTTL <= 0 {
 		c.TokenTTL = 365 * 24 * time.Hour
 	}

@@ -100,7 +100,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	deps := &actors.Deps{
 		Proposer: n.raft, Store: n.store, Acquirer: n.acquirer, Vault: n.vault, Logger: logger,
 		Now: time.Now, NewID: newID, SettleUnit: cfg.SettleDelayUnit, TokenTTL: cfg.TokenTTL,
-		IdleAfter: cfg.ActorIdleAfter, ProposeTimeout: 10 * time.Second, AuthAttempts: 5,
+		ProposeTimeout: 10 * time.Second, AuthAttempts: 5,
 		ThreeDS: n.threeDS(), // forms.go
 	}
 	n.registry = actors.NewRegistry(n.system, actors.NewOrderActorProducer(deps, func() *actors.Registry { return n.registry }))
