@@ -136,6 +136,10 @@ func NewOrderActorProducer(deps *Deps, reg func() *Registry) func(Key) actor.Act
 	return func(k Key) actor.Actor { return &orderActor{key: k, deps: deps, reg: reg()} }
 }
 
+// Receive runs on whichever goroutine posts to the idle mailbox (registry.go):
+// a request's caller, the acquirer's answer, a goroutine of Send's own.
+// System messages (Started, Stopping) may run under a registry shard lock,
+// so nothing here acts on them.
 func (a *orderActor) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(envelope); ok {
 		a.processed++
@@ -316,7 +320,7 @@ func (a *orderActor) startAuth(o *order.Order, card vault.Card, cvv, cryptogram,
 	a.expectAnswer()
 	go func() {
 		res := authorize(deps, req)
-		reg.Send(key, authAnswer{txnID: req.Reference, res: res, issueToken: issueToken, settleDelayHours: settleDelay})
+		reg.Deliver(key, authAnswer{txnID: req.Reference, res: res, issueToken: issueToken, settleDelayHours: settleDelay})
 	}()
 }
 

@@ -27,13 +27,12 @@ const shardCount = 64
 
 // Registry finds or spawns the actor of a key and retires quiet ones.
 //
-// Concurrency contract: every message to an order actor is enqueued while
-// holding the key's shard lock, and each entry counts what it was sent. An
-// idle actor retires only through TryRetire, which compares that count with
-// what the actor processed under the same lock: when they match the mailbox
-// is empty and no sender can reach the old PID any more, so there is never
-// more than one live actor per order and no message is lost to a retiring
-// actor.
+// Concurrency contract: every message to an order actor is counted while
+// holding the key's shard lock, before it is enqueued. An actor retires only
+// through TryRetire, which compares that count with what the actor processed
+// under the same lock: when they match the mailbox is empty and no sender can
+// reach the old PID any more, so there is never more than one live actor per
+// order and no message is lost to a retiring actor.
 type Registry struct {
 	system  *actor.ActorSystem
 	produce func(Key) actor.Actor
@@ -91,31 +90,59 @@ func (e envelope) respond(v any) {
 // ErrTimeout is returned by Request when the actor did not answer in time.
 var ErrTimeout = errors.New("actors: no answer within the request timeout")
 
+// dispatchInline is the dispatcher of order actors: whoever posts a message
+// to an idle mailbox runs it on its own goroutine until the mailbox is
+// empty (protoactor's synchronized dispatcher). A request's caller would
+// only wait for the reply anyway; running the actor itself saves handing the
+// message to a fresh goroutine and the reply back (DESIGN.md, "Who runs an
+// order actor"). Send keeps callers that must not wait off it.
+var dispatchInline = actor.NewSynchronizedDispatcher(300)
+
 // lockedEntry returns the key's entry, spawning the actor if needed; the
-// caller holds s.mu.
+// caller holds s.mu. Spawning runs the actor's Started message here, under
+// the lock: an order actor does nothing on it.
 func (r *Registry) lockedEntry(s *shard, k Key) *entry {
 	e := s.m[k]
 	if e == nil {
-		props := actor.PropsFromProducer(func() actor.Actor { return r.produce(k) })
+		props := actor.PropsFromProducer(func() actor.Actor { return r.produce(k) }, actor.WithDispatcher(dispatchInline))
 		e = &entry{pid: r.system.Root.Spawn(props)}
 		s.m[k] = e
 	}
 	return e
 }
 
-// Request sends msg to the key's actor and waits for its reply.
-func (r *Registry) Request(k Key, msg any, timeout time.Duration) (any, error) {
+// enter counts one more message for the key's actor, spawning it if
+// needed, and returns its PID. The caller posts the message after the lock
+// is released (the poster may run the actor): once counted, the actor cannot
+// retire before it has processed it, so the PID stays valid.
+func (r *Registry) enter(k Key) (*actor.PID, error) {
 	s := r.shard(k)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if r.isStopped() {
-		s.mu.Unlock()
 		return nil, ErrStopped
 	}
 	e := r.lockedEntry(s, k)
 	e.sent++
+	return e.pid, nil
+}
+
+// Request sends msg to the key's actor and waits for its reply. When the
+// actor is idle the caller runs it, so the reply is there once the message
+// is posted; timeout bounds the wait for an actor another goroutine is
+// running.
+func (r *Registry) Request(k Key, msg any, timeout time.Duration) (any, error) {
+	pid, err := r.enter(k)
+	if err != nil {
+		return nil, err
+	}
 	reply := make(chan any, 1)
-	r.system.Root.Send(e.pid, envelope{msg: msg, reply: reply})
-	s.mu.Unlock()
+	r.system.Root.Send(pid, envelope{msg: msg, reply: reply})
+	select {
+	case v := <-reply:
+		return v, nil
+	default:
+	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -126,17 +153,22 @@ func (r *Registry) Request(k Key, msg any, timeout time.Duration) (any, error) {
 	}
 }
 
-// Send delivers msg to the key's actor without waiting.
-func (r *Registry) Send(k Key, msg any) {
-	s := r.shard(k)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r.isStopped() {
-		return
+// Deliver sends msg to the key's actor; when the actor is idle the caller
+// runs it until its mailbox is empty. For a caller with nothing else to do,
+// like the goroutine that brings the acquirer's answer.
+func (r *Registry) Deliver(k Key, msg any) {
+	if pid, err := r.enter(k); err == nil {
+		r.system.Root.Send(pid, envelope{msg: msg})
 	}
-	e := r.lockedEntry(s, k)
-	e.sent++
-	r.system.Root.Send(e.pid, envelope{msg: msg})
+}
+
+// Send delivers msg to the key's actor without waiting: the actor runs on a
+// goroutine of its own, never the caller's (the scheduler's loop, an actor
+// writing to itself).
+func (r *Registry) Send(k Key, msg any) {
+	if pid, err := r.enter(k); err == nil {
+		go r.system.Root.Send(pid, envelope{msg: msg})
+	}
 }
 
 // TryRetire removes the key's entry if pid has processed everything sent to
