@@ -144,21 +144,24 @@ func (a *orderActor) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(envelope); ok {
 		a.processed++
 		a.handle(m)
-		a.retireIfQuiet(ctx)
+		a.afterMessage(ctx, m)
 	}
 }
 
-// retireIfQuiet stops the actor when nothing is left for it to do. An actor
-// holding a CVV for an open challenge stays until the challenge ends (the
-// customer's answer or the scheduler's Expire reaches it), so the CVV is
-// there for the authorisation. TryRetire refuses while messages are on
-// their way, so nothing sent is lost to a stopping actor.
-func (a *orderActor) retireIfQuiet(ctx actor.Context) {
-	if a.awaiting > 0 || a.held.active(time.Now()) {
+// afterMessage retires the actor when nothing is left for it to do, or else
+// frees a request's caller from the messages queued behind its own.
+//
+// An actor holding a CVV for an open challenge stays until the challenge
+// ends (the customer's answer or the scheduler's Expire reaches it), so the
+// CVV is there for the authorisation. TryRetire refuses while messages are
+// on their way, so nothing sent is lost to a stopping actor.
+func (a *orderActor) afterMessage(ctx actor.Context, env envelope) {
+	if a.awaiting == 0 && !a.held.active(time.Now()) && a.reg.TryRetire(a.key, ctx.Self(), a.processed) {
+		ctx.Stop(ctx.Self())
 		return
 	}
-	if a.reg.TryRetire(a.key, ctx.Self(), a.processed) {
-		ctx.Stop(ctx.Self())
+	if env.reply != nil {
+		a.reg.HandOffQueued(a.key, ctx.Self(), a.processed)
 	}
 }
 

@@ -266,3 +266,79 @@ func TestSchedulerSettlesAndResumes(t *testing.T) {
 		t.Fatalf("resumed authorisation made %d authorisations", n)
 	}
 }
+
+// gatedProposer holds every proposal until its gate lets it through.
+type gatedProposer struct {
+	next Proposer
+	gate chan struct{}
+}
+
+func (g *gatedProposer) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+	<-g.gate
+	return g.next.Propose(ctx, cmd)
+}
+
+// A request's caller runs an idle actor itself (registry.go), but once its
+// own message is answered it leaves whatever queued up behind it to another
+// goroutine: here the requests behind it cannot finish before it has
+// returned, so a caller that went on serving the queue would never return.
+func TestRequestCallerDoesNotServeTheQueueBehindIt(t *testing.T) {
+	f := newFixture(t)
+	f.create(t, "m1", "busy", "h", 24)
+	f.waitStatus(t, "m1", "busy", order.StatusAuthorized)
+	waitNoActors(t, f.reg)
+	gate := make(chan struct{})
+	f.deps.Proposer = &gatedProposer{next: f.proposer, gate: gate}
+
+	op := func(kind order.Kind, key string) *Operation {
+		return &Operation{Kind: kind, Merchant: "m1", OrderID: "busy", Amount: 100, IdempotencyKey: key, RequestHash: key}
+	}
+	first := make(chan any, 1)
+	go func() {
+		r, err := f.reg.Request(Key{"m1", "busy"}, op(order.KindSettle, "a"), 10*time.Second)
+		if err != nil {
+			r = err
+		}
+		first <- r
+	}()
+	for f.reg.Live() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	// Queue two refunds behind the settle, which waits at the gate; each
+	// of them will wait there too until the end.
+	var wg sync.WaitGroup
+	for _, k := range []string{"b", "c"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.reg.Request(Key{"m1", "busy"}, op(order.KindRefund, k), 10*time.Second)
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for sentTo(f.reg, Key{"m1", "busy"}) < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	gate <- struct{}{} // the first proposal only
+	select {
+	case r := <-first:
+		if rep, ok := r.(*Reply); !ok || rep.Err != nil {
+			t.Fatalf("first request: %#v", r)
+		}
+	case <-time.After(5 * time.Second):
+		close(gate)
+		t.Fatal("the first caller did not return while requests queued behind it waited")
+	}
+	close(gate)
+	wg.Wait()
+}
+
+// sentTo is how many messages the key's live actor was sent.
+func sentTo(r *Registry, k Key) uint64 {
+	s := r.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.m[k]; e != nil {
+		return e.sent
+	}
+	return 0
+}

@@ -50,6 +50,7 @@ type shard struct {
 type entry struct {
 	pid  *actor.PID
 	sent uint64
+	disp *inlineDispatcher
 }
 
 // NewRegistry makes a registry; produce builds the actor for a key.
@@ -90,13 +91,35 @@ func (e envelope) respond(v any) {
 // ErrTimeout is returned by Request when the actor did not answer in time.
 var ErrTimeout = errors.New("actors: no answer within the request timeout")
 
-// dispatchInline is the dispatcher of order actors: whoever posts a message
-// to an idle mailbox runs it on its own goroutine until the mailbox is
-// empty (protoactor's synchronized dispatcher). A request's caller would
+// inlineDispatcher is an order actor's dispatcher: whoever posts a message
+// to the idle mailbox runs it on its own goroutine until the mailbox is
+// empty, like protoactor's synchronized dispatcher. A request's caller would
 // only wait for the reply anyway; running the actor itself saves handing the
 // message to a fresh goroutine and the reply back (DESIGN.md, "Who runs an
-// order actor"). Send keeps callers that must not wait off it.
-var dispatchInline = actor.NewSynchronizedDispatcher(300)
+// order actor"). Send keeps callers that must not wait off it, and HandOff
+// frees a caller from the queue behind its own message.
+type inlineDispatcher struct {
+	system *actor.ActorSystem
+	pid    *actor.PID // set once spawned, before any message but Started
+	// resume is set by HandOff: the run that suspended the mailbox has
+	// ended, and a fresh goroutine must resume it.
+	resume atomic.Bool
+}
+
+// inlineThroughput is how many messages a run takes before it yields the
+// processor (runtime.Gosched) and goes on.
+const inlineThroughput = 300
+
+func (d *inlineDispatcher) Schedule(run func()) {
+	run()
+	if d.resume.CompareAndSwap(true, false) {
+		if p, ok := d.system.ProcessRegistry.Get(d.pid); ok {
+			go p.SendSystemMessage(d.pid, &actor.ResumeMailbox{})
+		}
+	}
+}
+
+func (d *inlineDispatcher) Throughput() int { return inlineThroughput }
 
 // lockedEntry returns the key's entry, spawning the actor if needed; the
 // caller holds s.mu. Spawning runs the actor's Started message here, under
@@ -104,8 +127,10 @@ var dispatchInline = actor.NewSynchronizedDispatcher(300)
 func (r *Registry) lockedEntry(s *shard, k Key) *entry {
 	e := s.m[k]
 	if e == nil {
-		props := actor.PropsFromProducer(func() actor.Actor { return r.produce(k) }, actor.WithDispatcher(dispatchInline))
-		e = &entry{pid: r.system.Root.Spawn(props)}
+		d := &inlineDispatcher{system: r.system}
+		props := actor.PropsFromProducer(func() actor.Actor { return r.produce(k) }, actor.WithDispatcher(d))
+		d.pid = r.system.Root.Spawn(props)
+		e = &entry{pid: d.pid, disp: d}
 		s.m[k] = e
 	}
 	return e
@@ -183,6 +208,31 @@ func (r *Registry) TryRetire(k Key, pid *actor.PID, processed uint64) bool {
 	}
 	delete(s.m, k)
 	return true
+}
+
+// HandOffQueued moves what waits in pid's mailbox behind the processed
+// messages to a goroutine of its own, if anything waits. The
+// goroutine running the actor stops after the current message (its mailbox
+// is suspended, and protoactor takes system messages first); once that run
+// has ended, the dispatcher resumes the mailbox from a fresh goroutine. An
+// actor calls it after answering a request: the request's caller may be the
+// goroutine running it, and must not go on serving the queue (under a flood
+// of requests for one order it would never answer its own client).
+func (r *Registry) HandOffQueued(k Key, pid *actor.PID, processed uint64) {
+	s := r.shard(k)
+	s.mu.Lock()
+	e := s.m[k]
+	queued := e != nil && e.pid.Equal(pid) && e.sent != processed
+	if queued {
+		e.disp.resume.Store(true)
+	}
+	s.mu.Unlock()
+	if !queued {
+		return
+	}
+	if p, ok := r.system.ProcessRegistry.Get(pid); ok {
+		p.SendSystemMessage(pid, &actor.SuspendMailbox{})
+	}
 }
 
 // Live is the number of order actors alive.
