@@ -165,9 +165,6 @@ func (a *orderActor) afterMessage(ctx actor.Context, env envelope) {
 	}
 }
 
-// expectAnswer notes an acquirer answer on its way to this actor.
-func (a *orderActor) expectAnswer() { a.awaiting++ }
-
 func (a *orderActor) handle(env envelope) {
 	switch m := env.msg.(type) {
 	case *Create:
@@ -320,7 +317,7 @@ func (a *orderActor) startAuth(o *order.Order, card vault.Card, cvv, cryptogram,
 	}
 	key, reg, deps := a.key, a.reg, a.deps
 	issueToken, settleDelay := o.Source.Type == "card", o.SettleDelayHours
-	a.expectAnswer()
+	a.awaiting++ // the answer comes back to this actor (or a successor)
 	go func() {
 		res := authorize(deps, req)
 		reg.Deliver(key, authAnswer{txnID: req.Reference, res: res, issueToken: issueToken, settleDelayHours: settleDelay})

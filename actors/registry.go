@@ -96,13 +96,13 @@ var ErrTimeout = errors.New("actors: no answer within the request timeout")
 // empty, like protoactor's synchronized dispatcher. A request's caller would
 // only wait for the reply anyway; running the actor itself saves handing the
 // message to a fresh goroutine and the reply back (DESIGN.md, "Who runs an
-// order actor"). Send keeps callers that must not wait off it, and HandOff
-// frees a caller from the queue behind its own message.
+// order actor"). Send keeps callers that must not wait off it, and
+// HandOffQueued frees a caller from the queue behind its own message.
 type inlineDispatcher struct {
 	system *actor.ActorSystem
 	pid    *actor.PID // set once spawned, before any message but Started
-	// resume is set by HandOff: the run that suspended the mailbox has
-	// ended, and a fresh goroutine must resume it.
+	// resume is set by HandOffQueued: once the run that suspended the
+	// mailbox has ended, a fresh goroutine resumes it.
 	resume atomic.Bool
 }
 
@@ -179,8 +179,9 @@ func (r *Registry) Request(k Key, msg any, timeout time.Duration) (any, error) {
 }
 
 // Deliver sends msg to the key's actor; when the actor is idle the caller
-// runs it until its mailbox is empty. For a caller with nothing else to do,
-// like the goroutine that brings the acquirer's answer.
+// runs it until its mailbox is empty (or a request it answers hands the rest
+// on). For a caller with nothing else to do, like the goroutine that brings
+// the acquirer's answer.
 func (r *Registry) Deliver(k Key, msg any) {
 	if pid, err := r.enter(k); err == nil {
 		r.system.Root.Send(pid, envelope{msg: msg})
