@@ -301,9 +301,7 @@ func TestRequestCallerDoesNotServeTheQueueBehindIt(t *testing.T) {
 		}
 		first <- r
 	}()
-	for f.reg.Live() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitSent(t, f.reg, Key{"m1", "busy"}, 1)
 	// Queue two refunds behind the settle, which waits at the gate; each
 	// of them will wait there too until the end.
 	var wg sync.WaitGroup
@@ -314,10 +312,7 @@ func TestRequestCallerDoesNotServeTheQueueBehindIt(t *testing.T) {
 			f.reg.Request(Key{"m1", "busy"}, op(order.KindRefund, k), 10*time.Second)
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for sentTo(f.reg, Key{"m1", "busy"}) < 3 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitSent(t, f.reg, Key{"m1", "busy"}, 3)
 	gate <- struct{}{} // the first proposal only
 	select {
 	case r := <-first:
@@ -332,13 +327,23 @@ func TestRequestCallerDoesNotServeTheQueueBehindIt(t *testing.T) {
 	wg.Wait()
 }
 
-// sentTo is how many messages the key's live actor was sent.
-func sentTo(r *Registry, k Key) uint64 {
-	s := r.shard(k)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e := s.m[k]; e != nil {
-		return e.sent
+// waitSent waits until the key's live actor has been sent n messages.
+func waitSent(t *testing.T, r *Registry, k Key, n uint64) {
+	t.Helper()
+	sent := func() uint64 {
+		s := r.shard(k)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if e := s.m[k]; e != nil {
+			return e.sent
+		}
+		return 0
 	}
-	return 0
+	deadline := time.Now().Add(5 * time.Second)
+	for sent() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d messages sent to %v, want %d", sent(), k, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
