@@ -81,9 +81,13 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	b := f.store.NewBatch()
 	defer b.Close()
 	var merchants []*persistence.Merchant
+	// replayed names the orders of entries the store has already applied
+	// (raft replays its log after a restart): the store's in-memory
+	// pending-authorisation set must look at them again (persistence/pending.go).
+	var replayed []persistence.OrderRef
 	for i, l := range logs {
 		last = l.Index
-		if l.Index <= applied || l.Type != raft.LogCommand {
+		if l.Type != raft.LogCommand {
 			continue
 		}
 		cmds, err := DecodeEntry(l.Data) // entry.go
@@ -95,6 +99,14 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			// replays the entry on restart.
 			panic(fmt.Sprintf("cluster: cannot decode committed log entry %d (upgrade this node?): %v", l.Index, err))
 		}
+		if l.Index <= applied {
+			for j := range cmds {
+				if c := cmds[j].Order; c != nil {
+					replayed = append(replayed, persistence.OrderRef{Merchant: c.Merchant, OrderID: c.OrderID})
+				}
+			}
+			continue
+		}
 		results := make([]persistence.Result, len(cmds))
 		for j := range cmds {
 			results[j] = b.Apply(&cmds[j])
@@ -104,25 +116,38 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		out[i] = results
 	}
-	if last <= applied {
-		return out
+	if last > applied {
+		if err := b.Commit(last); err != nil {
+			// The state and the log would diverge: stop this replica.
+			panic(fmt.Sprintf("cluster: commit batch at index %d: %v", last, err))
+		}
+		f.applied.Store(last)
+		if f.OnCommit != nil && (len(b.Created) > 0 || len(merchants) > 0) {
+			f.OnCommit(b.Created, merchants)
+		}
 	}
-	if err := b.Commit(last); err != nil {
-		// The state and the log would diverge: stop this replica.
-		panic(fmt.Sprintf("cluster: commit batch at index %d: %v", last, err))
-	}
-	f.applied.Store(last)
-	if f.OnCommit != nil && (len(b.Created) > 0 || len(merchants) > 0) {
-		f.OnCommit(b.Created, merchants)
-	}
+	f.recheck(replayed)
 	return out
+}
+
+// recheck hands the orders of replayed entries to the store, after the
+// batch's own changes are in (the store reads their state as it stands).
+func (f *FSM) recheck(replayed []persistence.OrderRef) {
+	if len(replayed) == 0 {
+		return
+	}
+	if err := f.store.Recheck(replayed); err != nil {
+		// Without it an authorisation could be left unsent: stop rather
+		// than run with a pending set that may be short.
+		panic(fmt.Sprintf("cluster: recheck pending authorisations of replayed entries: %v", err))
+	}
 }
 
 // Snapshot implements raft.FSM. It syncs the store first: once raft
 // compacts the log up to this snapshot, the store is the only copy of those
 // entries' effects.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	if err := f.store.Sync(); err != nil {
+	if err := f.store.SyncForSnapshot(); err != nil {
 		return nil, fmt.Errorf("sync store before snapshot: %w", err)
 	}
 	return &fsmSnapshot{snap: f.store.NewSnapshot(), pace: f.pace, lat: f.snapshotLat, size: f.snapshotBytes}, nil

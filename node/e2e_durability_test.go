@@ -120,6 +120,66 @@ func TestPendingAuthorisationResumesAfterKill(t *testing.T) {
 	}
 }
 
+// Authorisations pending when a Raft snapshot is taken, and ones accepted
+// after it, are all resumed after a restart, once each: the first from the
+// pending set the snapshot wrote (raft does not replay their acceptances),
+// the others from the log entries raft replays after the snapshot, which
+// the store has already applied (a clean stop leaves nothing unapplied, so
+// the replay skips every one of them).
+func TestPendingAuthorisationsAcrossASnapshotResumeAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	key := nodetest.NewKeyFile(t)
+	n := nodetest.Start(t, nodetest.Options{DataDir: dir, KeyFile: key, Args: []string{
+		"--acquirer-latency", "30s", "--raft-snapshot-threshold", "16", "--raft-snapshot-interval", "100ms"}})
+	m := n.CreateMerchant(t, 10000)
+	charge := func(prefix string) string {
+		id := newOrderID(prefix)
+		if r := m.Post(t, "charge", chargeBody(id, "4111111111111111", 300, 24)); r.Str("status") != "processing" {
+			t.Fatalf("charge: %s", r.Body)
+		}
+		return id
+	}
+	// One entry each: enough for the snapshot threshold.
+	var ids []string
+	for range 20 {
+		ids = append(ids, charge("snap-before"))
+	}
+	waitSnapshot(t, filepath.Join(dir, "raft", "snapshots"), 10*time.Second)
+	for range 3 {
+		ids = append(ids, charge("snap-after"))
+	}
+	if err := n.Stop(10 * time.Second); err != nil {
+		t.Fatalf("stop: %v\n%s", err, n.Logs())
+	}
+
+	n2 := nodetest.Start(t, nodetest.Options{DataDir: dir, KeyFile: key})
+	m2 := m.At(n2)
+	for _, id := range ids {
+		onlyTxn(t, m2.WaitStatus(t, id, "authorized", 10*time.Second))
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, id := range ids {
+		onlyTxn(t, m2.Post(t, "status", map[string]any{"order_id": id}))
+	}
+}
+
+// waitSnapshot waits until raft has finished a snapshot in dir (a folder
+// with its meta.json; one being written ends in .tmp).
+func waitSnapshot(t *testing.T, dir string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		metas, _ := filepath.Glob(filepath.Join(dir, "*", "meta.json"))
+		for _, meta := range metas {
+			if filepath.Ext(filepath.Dir(meta)) != ".tmp" {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no raft snapshot in %s within %s", dir, within)
+}
+
 // Card numbers never appear in clear in the data dir or in the logs.
 func TestNoCardNumberAtRest(t *testing.T) {
 	dir := t.TempDir()

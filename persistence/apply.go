@@ -57,6 +57,9 @@ type Batch struct {
 	// commands of the same Raft batch read earlier ones' writes. A plain map
 	// is much cheaper than an indexed Pebble batch on the hot path.
 	written map[string][]byte
+	// pendingChanges is what this batch changes in the pending-authorisation
+	// set (pending.go), applied to it when the batch commits.
+	pendingChanges map[string]pendingChange
 	// encBuf is the scratch buffer of binary encodings (orders, tokens,
 	// notifications): each is encoded into it, then copied once at its
 	// exact size, since b.written keeps the value until the batch ends.
@@ -76,13 +79,17 @@ func (b *Batch) Get(key []byte) ([]byte, io.Closer, error) {
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *Batch {
-	b := &Batch{s: s, b: s.db.NewBatch(), orders: s.fsm.spareOrders, written: s.fsm.spareWritten}
-	s.fsm.spareOrders, s.fsm.spareWritten = nil, nil
+	b := &Batch{s: s, b: s.db.NewBatch(), orders: s.fsm.spareOrders, written: s.fsm.spareWritten,
+		pendingChanges: s.fsm.sparePending}
+	s.fsm.spareOrders, s.fsm.spareWritten, s.fsm.sparePending = nil, nil, nil
 	if b.orders == nil {
 		b.orders = map[string]*order.Order{}
 	}
 	if b.written == nil {
 		b.written = map[string][]byte{}
+	}
+	if b.pendingChanges == nil {
+		b.pendingChanges = map[string]pendingChange{}
 	}
 	return b
 }
@@ -95,12 +102,13 @@ func (s *Store) NewBatch() *Batch {
 // acceptance, and finding the order here saves decoding it from the cache
 // on every replica. They are the newest versions: a later write would be
 // in a newer batch, which is looked at first. The maps of a batch that
-// leaves recent, and its write overlay, are cleared and reused by the next
-// batch instead of growing new ones.
+// leaves recent, its write overlay and its changes to the pending set are
+// cleared and reused by the next batch instead of growing new ones.
 type fsmScratch struct {
 	recent       [2]map[string]*order.Order
 	spareOrders  map[string]*order.Order
 	spareWritten map[string][]byte
+	sparePending map[string]pendingChange
 }
 
 // committed rotates the batch's maps into recent and the spares.
@@ -113,7 +121,9 @@ func (f *fsmScratch) committed(b *Batch) {
 	}
 	clear(b.written)
 	f.spareWritten = b.written
-	b.orders, b.written = nil, nil
+	clear(b.pendingChanges)
+	f.sparePending = b.pendingChanges
+	b.orders, b.written, b.pendingChanges = nil, nil, nil
 }
 
 // recentOrder finds key among the orders the last batches wrote.
@@ -143,6 +153,9 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 	}
 	for k := range b.orders {
 		b.s.orders.put([]byte(k), b.written[k])
+	}
+	if len(b.pendingChanges) > 0 {
+		b.s.pending.update(b.pendingChanges)
 	}
 	b.s.fsm.committed(b)
 	return nil
@@ -264,21 +277,20 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 
 // putOrder writes the order and keeps its secondary indexes in step: the
 // pending-authorisation set (only authorisations due at the acquirer: one
-// waiting for the customer's 3-D Secure answer is not resumed), the
-// auto-settle schedule, and the form and 3-D Secure indexes (forms.go).
+// waiting for the customer's 3-D Secure answer is not resumed; held in
+// memory, pending.go), the auto-settle schedule, and the form and 3-D
+// Secure indexes (forms.go).
 func (b *Batch) putOrder(cur, next *order.Order) {
 	key := orderKey(next.Merchant, next.ID)
+	k := string(key) // one copy for the batch's maps
 	b.encBuf = order.AppendOrder(b.encBuf[:0], next)
 	b.set(key, bytes.Clone(b.encBuf))
-	b.orders[string(key)] = next
+	b.orders[k] = next
 	if cur == nil {
 		b.s.known.Load().add(key)
 	}
-	pk := refKey(prefixPending, next.Merchant, next.ID)
-	if next.Pending.Due() {
-		b.set(pk, []byte(next.Pending.TxnID))
-	} else if cur != nil && cur.Pending.Due() {
-		b.del(pk)
+	if due := next.Pending.Due(); due != (cur != nil && cur.Pending.Due()) {
+		b.pendingChanges[k] = pendingChange{ref: OrderRef{Merchant: next.Merchant, OrderID: next.ID}, due: due}
 	}
 	var oldDue int64
 	if cur != nil {

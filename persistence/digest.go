@@ -10,8 +10,10 @@ import (
 // Digest hashes the replicated state, read from one consistent view, and
 // returns it with the applied index that view reflects. Two replicas at the
 // same applied index must have the same digest; the cluster tests and
-// `GET /admin/v1/cluster/self?digest=1` compare them. Per-node keys (the
-// a/ meta keys: applied index, restore marker) are left out.
+// `GET /admin/v1/cluster/self?digest=1` compare them. Per-node keys are left
+// out: the a/ meta keys (applied index, restore marker) and the p/ keys,
+// which each node writes at its own snapshots (pending.go); the orders
+// they name are in the digest.
 //
 // It reads every key: seconds on a large store. It is a check, not a
 // request-path operation.
@@ -29,10 +31,10 @@ func (s *Store) Digest() (digest string, applied uint64, err error) {
 	}
 	h := sha256.New()
 	var lenBuf [binary.MaxVarintLen64]byte
-	meta := []byte(prefixMeta)
+	meta, pending := []byte(prefixMeta), []byte(prefixPending)
 	for it.First(); it.Valid(); it.Next() {
 		k, v := it.Key(), it.Value()
-		if bytes.HasPrefix(k, meta) {
+		if bytes.HasPrefix(k, meta) || bytes.HasPrefix(k, pending) {
 			continue
 		}
 		h.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(k)))])

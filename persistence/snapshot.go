@@ -142,7 +142,7 @@ func (s *Store) Restore(r io.Reader) error {
 		return err
 	}
 	s.loadKnownOrders()
-	return nil
+	return s.pending.load(s)
 }
 
 func readN(r io.Reader, n uint64) ([]byte, error) {

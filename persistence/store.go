@@ -30,7 +30,7 @@ const (
 	prefixToken    = "t/" // t/<payment_token> → TokenRecord (order.AppendTokenGrant)
 	prefixIdem     = "k/" // k/<merchant>\x00<idempotency key> → IdemRecord JSON
 	prefixSettle   = "s/" // s/<due ns BE><merchant>\x00<order_id> → "" (auto-settle schedule)
-	prefixPending  = "p/" // p/<merchant>\x00<order_id> → txn id (authorisation awaiting the acquirer)
+	prefixPending  = "p/" // p/<merchant>\x00<order_id> → "" (authorisation due at the acquirer, as of the last snapshot: pending.go)
 	prefixNotify   = "w/" // w/<notification id> → Notification (notify_codec.go)
 	prefixDue      = "q/" // q/<due ns BE><notification id> → "" (webhook queue)
 	prefixReplay   = "r/" // r/<wallet replay key> → <merchant>\x00<order_id> (wallet token used)
@@ -61,7 +61,9 @@ type Store struct {
 	// known filters order keys for the FSM's reads (known.go); replaced
 	// whole by Restore. loading tracks its background fill, which closing
 	// stops.
-	known   atomic.Pointer[knownOrders]
+	known atomic.Pointer[knownOrders]
+	// pending is the set of authorisations due at the acquirer (pending.go).
+	pending pendingAuths
 	loading sync.WaitGroup
 	closing atomic.Bool
 	logger  *slog.Logger
@@ -89,6 +91,10 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}
 	s := &Store{db: db, orders: newOrderCache(orderCacheEntries), logger: logger}
+	if err := s.pending.load(s); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("load pending authorisations: %w", err)
+	}
 	s.loadKnownOrders()
 	return s, nil
 }
@@ -121,11 +127,6 @@ func (s *Store) Close() error {
 	s.closing.Store(true)
 	s.loading.Wait()
 	return s.db.Close()
-}
-
-// Sync makes every committed write durable (used before a Raft snapshot).
-func (s *Store) Sync() error {
-	return s.db.LogData(nil, pebble.Sync)
 }
 
 // AppliedIndex is the last Raft index whose effects are in the store.
@@ -296,16 +297,6 @@ func (s *Store) NextSettlement() (int64, error) {
 		return false
 	})
 	return due, err
-}
-
-// PendingAuths lists every order whose authorisation awaits the acquirer.
-func (s *Store) PendingAuths() ([]OrderRef, error) {
-	var out []OrderRef
-	err := s.scan([]byte(prefixPending), prefixEnd(prefixPending), func(k, _ []byte) bool {
-		out = append(out, splitRef(k[len(prefixPending):]))
-		return true
-	})
-	return out, err
 }
 
 func prefixEnd(prefix string) []byte {
