@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,15 +23,19 @@ import (
 // memProposer applies commands straight to a real store, in order: the
 // log without raft, so actor tests need no cluster.
 type memProposer struct {
-	mu    sync.Mutex
-	store *persistence.Store
-	index uint64
-	count atomic.Int64
+	mu     sync.Mutex
+	store  *persistence.Store
+	index  uint64
+	closed bool
+	count  atomic.Int64
 }
 
 func (p *memProposer) Propose(_ context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return persistence.Result{}, errors.New("store closed")
+	}
 	b := p.store.NewBatch()
 	defer b.Close()
 	res := b.Apply(cmd)
@@ -57,7 +62,6 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
 	kek := make([]byte, 32)
 	rand.Read(kek)
 	v, err := vault.New(kek)
@@ -65,6 +69,14 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{store: store, proposer: &memProposer{store: store}, acq: acquirer.NewSandbox(0)}
+	// Closed last, as a node closes its store once raft has stopped: an
+	// acquirer's answer still on its way then finds no log to propose to.
+	t.Cleanup(func() {
+		f.proposer.mu.Lock()
+		defer f.proposer.mu.Unlock()
+		f.proposer.closed = true
+		store.Close()
+	})
 	var ids atomic.Int64
 	f.deps = &Deps{
 		Proposer: f.proposer, Store: store, Acquirer: f.acq, Vault: v, Logger: logger,

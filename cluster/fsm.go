@@ -82,12 +82,14 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	defer b.Close()
 	var merchants []*persistence.Merchant
 	// replayed names the orders of entries the store has already applied
-	// (raft replays its log after a restart): the store's in-memory
-	// pending-authorisation set must look at them again (persistence/pending.go).
+	// (raft replays its log after a restart) but whose changes to the
+	// pending-authorisation set it may not hold: the set is checkpointed
+	// about once a second (persistence/pending.go).
 	var replayed []persistence.OrderRef
+	exactAt := f.store.PendingExactAt()
 	for i, l := range logs {
 		last = l.Index
-		if l.Type != raft.LogCommand {
+		if l.Type != raft.LogCommand || l.Index <= min(applied, exactAt) {
 			continue
 		}
 		cmds, err := DecodeEntry(l.Data) // entry.go
@@ -116,6 +118,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		out[i] = results
 	}
+	f.recheck(replayed)
 	if last > applied {
 		if err := b.Commit(last); err != nil {
 			// The state and the log would diverge: stop this replica.
@@ -126,12 +129,11 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			f.OnCommit(b.Created, merchants)
 		}
 	}
-	f.recheck(replayed)
 	return out
 }
 
-// recheck hands the orders of replayed entries to the store, after the
-// batch's own changes are in (the store reads their state as it stands).
+// recheck hands the orders of replayed entries to the store, before the
+// batch commits: the batch's own changes to the set are then made on top.
 func (f *FSM) recheck(replayed []persistence.OrderRef) {
 	if len(replayed) == 0 {
 		return

@@ -121,12 +121,12 @@ func TestPendingAuthorisationResumesAfterKill(t *testing.T) {
 }
 
 // Authorisations pending when a Raft snapshot is taken, and ones accepted
-// after it, are all resumed after a restart, once each: the first from the
-// pending set the snapshot wrote (raft does not replay their acceptances),
-// the others from the log entries raft replays after the snapshot, which
-// the store has already applied (a clean stop leaves nothing unapplied, so
-// the replay skips every one of them).
-func TestPendingAuthorisationsAcrossASnapshotResumeAfterRestart(t *testing.T) {
+// after it, are all resumed after a kill, once each: the first from the
+// pending set's checkpoint that the snapshot wrote (raft does not replay
+// their acceptances), the others from the log entries raft replays after
+// it (cluster's TestReplayRebuildsThePendingAuthorisations covers each
+// path of that replay).
+func TestPendingAuthorisationsAcrossASnapshotResumeAfterKill(t *testing.T) {
 	dir := t.TempDir()
 	key := nodetest.NewKeyFile(t)
 	n := nodetest.Start(t, nodetest.Options{DataDir: dir, KeyFile: key, Args: []string{
@@ -148,9 +148,7 @@ func TestPendingAuthorisationsAcrossASnapshotResumeAfterRestart(t *testing.T) {
 	for range 3 {
 		ids = append(ids, charge("snap-after"))
 	}
-	if err := n.Stop(10 * time.Second); err != nil {
-		t.Fatalf("stop: %v\n%s", err, n.Logs())
-	}
+	n.Kill()
 
 	n2 := nodetest.Start(t, nodetest.Options{DataDir: dir, KeyFile: key})
 	m2 := m.At(n2)

@@ -142,7 +142,17 @@ func (f *fsmScratch) forget() { *f = fsmScratch{} }
 // Commit writes the batch with the Raft index it brings the store to. It
 // does not fsync: the Raft log is the durable record, and entries after the
 // persisted applied index are re-applied on restart (see DESIGN.md).
+//
+// About once a second the batch also carries a checkpoint of the
+// pending-authorisation set as it stood before the batch (pending.go).
 func (b *Batch) Commit(appliedIndex uint64) error {
+	var checkpointed func()
+	if b.s.pending.checkpointDue() {
+		var err error
+		if checkpointed, err = b.s.pending.checkpoint(b.b); err != nil {
+			return err
+		}
+	}
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], appliedIndex)
 	if err := b.b.Set(keyApplied, v[:], nil); err != nil {
@@ -154,9 +164,10 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 	for k := range b.orders {
 		b.s.orders.put([]byte(k), b.written[k])
 	}
-	if len(b.pendingChanges) > 0 {
-		b.s.pending.update(b.pendingChanges)
+	if checkpointed != nil {
+		checkpointed()
 	}
+	b.s.pending.committed(b.pendingChanges, appliedIndex)
 	b.s.fsm.committed(b)
 	return nil
 }

@@ -1,9 +1,11 @@
 package persistence
 
 import (
+	"encoding/binary"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -11,30 +13,55 @@ import (
 // pendingAuths is the set of authorisations due at the acquirer: the orders
 // a new leader, or a restarted one, must send again (actors.Scheduler).
 //
-// It lives in memory and reaches Pebble (the p/ keys) only when a Raft
-// snapshot is taken. Written with every change instead, an authorisation
-// cost two writes (set at acceptance, deleted at the acquirer's answer a
-// few milliseconds later), a third of a charge's memtable inserts and
-// tombstones for the compactions (docs/performance.md, series 12).
+// It lives in memory and reaches Pebble (the p/ keys) in checkpoints: about
+// once a second with a batch, at each Raft snapshot and at close. Written
+// with every change instead, an authorisation cost two writes (set at its
+// acceptance, deleted at the acquirer's answer a few milliseconds later), a
+// third of a charge's memtable inserts, and tombstones for the compactions
+// (docs/performance.md, series 12). A checkpoint writes only what changed
+// since the last, so an authorisation answered in between costs nothing.
 //
-// Why the set is still exact after a restart: the p/ keys hold the set as
-// of the latest snapshot taken (written and synced before the snapshot is
-// captured, so the snapshot carries them too), and raft hands the FSM every
-// entry after its latest snapshot again. The entries the store already
-// applied are skipped, but the FSM still names their orders (Recheck), and
-// each of those is put in or out of the set by its state in the store. An
-// order not named changed nothing since that snapshot, so its p/ key is
-// still right. See DESIGN.md, "The pending-authorisation set".
+// Why the set is exact after a restart: a checkpoint writes the p/ keys and
+// the index they are exact at (a/pending) in one batch. Raft hands the FSM
+// every entry after its latest snapshot again; the FSM skips the ones the
+// store has applied, but names the orders of those after a/pending
+// (Recheck), and each is put in or out of the set by its state in the
+// store. An order not named has not changed since a/pending, so its p/ key
+// is right. See DESIGN.md, "The pending-authorisation set".
+//
+// One lock guards it all: the scheduler reads the set while the FSM changes
+// it, and nothing here is hot (a lock per batch).
 type pendingAuths struct {
 	mu  sync.Mutex
 	due map[string]OrderRef // order key → the order
-	// persisted is the order keys the p/ keys hold. Only the FSM's goroutine
-	// uses it (it writes them, in persist).
+	// persisted is the order keys the p/ keys hold.
 	persisted map[string]struct{}
+	// exactAt is the Raft index the set is known exact at: every change up
+	// to it is in due. Only Batch.Commit moves it (a replay's Recheck does
+	// not, which is conservative: a checkpoint then claims less than it
+	// holds, and the next restart rechecks a little more).
+	exactAt        uint64
+	lastCheckpoint time.Time
+	// every is how often a batch carries a checkpoint
+	// (pendingCheckpointEvery; tests lengthen it).
+	every time.Duration
+}
+
+// pendingCheckpointEvery is how often a batch carries the set's changes to
+// the p/ keys: a restart rechecks the orders of at most this much log.
+const pendingCheckpointEvery = time.Second
+
+var keyPendingAt = []byte(prefixMeta + "pending")
+
+// pendingChange is a batch's change to the set for one order.
+type pendingChange struct {
+	ref OrderRef
+	due bool
 }
 
 // load replaces the set with what the p/ keys hold: at open, and after a
-// snapshot restore.
+// snapshot restore. A store without a/pending was written by a version
+// that kept the p/ keys exact at every batch.
 func (p *pendingAuths) load(s *Store) error {
 	due := map[string]OrderRef{}
 	persisted := map[string]struct{}{}
@@ -48,17 +75,43 @@ func (p *pendingAuths) load(s *Store) error {
 	if err != nil {
 		return err
 	}
+	at, err := get(s.db, keyPendingAt)
+	if err != nil {
+		return err
+	}
+	if at == nil {
+		at, err = get(s.db, keyApplied)
+		if err != nil {
+			return err
+		}
+	}
 	p.mu.Lock()
-	p.due = due
-	p.mu.Unlock()
-	p.persisted = persisted
+	defer p.mu.Unlock()
+	p.due, p.persisted, p.exactAt = due, persisted, 0
+	if len(at) == 8 {
+		p.exactAt = binary.BigEndian.Uint64(at)
+	}
+	p.lastCheckpoint = time.Now()
 	return nil
 }
 
-// update puts the orders of changes in the set (true) or takes them out.
-func (p *pendingAuths) update(changes map[string]pendingChange) {
+// apply puts the orders of changes in the set (due) or takes them out.
+func (p *pendingAuths) apply(changes map[string]pendingChange) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.applyLocked(changes)
+}
+
+// committed applies a committed batch's changes: the set is then exact at
+// its index.
+func (p *pendingAuths) committed(changes map[string]pendingChange, appliedIndex uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.applyLocked(changes)
+	p.exactAt = appliedIndex
+}
+
+func (p *pendingAuths) applyLocked(changes map[string]pendingChange) {
 	for key, c := range changes {
 		if c.due {
 			p.due[key] = c.ref
@@ -68,10 +121,62 @@ func (p *pendingAuths) update(changes map[string]pendingChange) {
 	}
 }
 
-// pendingChange is a batch's change to the set for one order.
-type pendingChange struct {
-	ref OrderRef
-	due bool
+// checkpoint adds to w the p/ keys that changed since the last checkpoint
+// and a/pending, the index they are exact at. Once w is committed, the
+// caller calls the returned function.
+func (p *pendingAuths) checkpoint(w *pebble.Batch) (committed func(), err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var add []string
+	for k := range p.due {
+		if _, ok := p.persisted[k]; !ok {
+			add = append(add, k)
+		}
+	}
+	var gone []string
+	for k := range p.persisted {
+		if _, ok := p.due[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	for _, k := range add {
+		if err := w.Set(pendingKey(k), nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range gone {
+		if err := w.Delete(pendingKey(k), nil); err != nil {
+			return nil, err
+		}
+	}
+	var at [8]byte
+	binary.BigEndian.PutUint64(at[:], p.exactAt)
+	if err := w.Set(keyPendingAt, at[:], nil); err != nil {
+		return nil, err
+	}
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, k := range add {
+			p.persisted[k] = struct{}{}
+		}
+		for _, k := range gone {
+			delete(p.persisted, k)
+		}
+		p.lastCheckpoint = time.Now()
+	}, nil
+}
+
+// checkpointDue reports whether the next batch should carry a checkpoint.
+func (p *pendingAuths) checkpointDue() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Since(p.lastCheckpoint) >= p.every
+}
+
+// pendingKey is the p/ key of an order key.
+func pendingKey(orderKey string) []byte {
+	return append([]byte(prefixPending), strings.TrimPrefix(orderKey, prefixOrder)...)
 }
 
 // list returns the set, sorted by order key.
@@ -90,62 +195,27 @@ func (p *pendingAuths) list() []OrderRef {
 	return refs
 }
 
-// persist writes the set to the p/ keys (only what changed since the last
-// time) in one batch, unsynced: the caller syncs.
-func (p *pendingAuths) persist(db *pebble.DB) error {
-	p.mu.Lock()
-	add := map[string]OrderRef{}
-	for k, ref := range p.due {
-		if _, ok := p.persisted[k]; !ok {
-			add[k] = ref
-		}
-	}
-	var gone []string
-	for k := range p.persisted {
-		if _, ok := p.due[k]; !ok {
-			gone = append(gone, k)
-		}
-	}
-	p.mu.Unlock()
-	if len(add) == 0 && len(gone) == 0 {
-		return nil
-	}
-	b := db.NewBatch()
-	defer b.Close()
-	for _, ref := range add {
-		if err := b.Set(refKey(prefixPending, ref.Merchant, ref.OrderID), nil, nil); err != nil {
-			return err
-		}
-	}
-	for _, k := range gone {
-		ref := splitRef([]byte(strings.TrimPrefix(k, prefixOrder)))
-		if err := b.Delete(refKey(prefixPending, ref.Merchant, ref.OrderID), nil); err != nil {
-			return err
-		}
-	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return err
-	}
-	for k := range add {
-		p.persisted[k] = struct{}{}
-	}
-	for _, k := range gone {
-		delete(p.persisted, k)
-	}
-	return nil
-}
-
 // PendingAuths lists every order whose authorisation is due at the
 // acquirer, sorted by merchant and order id.
 func (s *Store) PendingAuths() ([]OrderRef, error) {
 	return s.pending.list(), nil
 }
 
+// PendingExactAt is the Raft index up to which the pending-authorisation set
+// holds every change. The FSM hands the orders of the entries after it that
+// it skips to Recheck.
+func (s *Store) PendingExactAt() uint64 {
+	s.pending.mu.Lock()
+	defer s.pending.mu.Unlock()
+	return s.pending.exactAt
+}
+
 // Recheck puts each order in the pending-authorisation set or takes it out,
 // by its state in the store. The FSM calls it with the orders of the log
 // entries it skipped because the store had already applied them (a replay
 // after a restart): their changes to the set were made in memory only, by
-// the process that applied them.
+// the process that applied them. Call it from the FSM's goroutine, before
+// the batch it is part of commits.
 func (s *Store) Recheck(refs []OrderRef) error {
 	changes := make(map[string]pendingChange, len(refs))
 	for _, ref := range refs {
@@ -159,17 +229,31 @@ func (s *Store) Recheck(refs []OrderRef) error {
 		}
 		changes[key] = pendingChange{ref: ref, due: o != nil && o.Pending.Due()}
 	}
-	s.pending.update(changes)
+	s.pending.apply(changes)
 	return nil
 }
 
-// SyncForSnapshot writes the pending-authorisation set as it stands and
-// makes every committed write durable. The FSM calls it before each Raft
-// snapshot (between batches, on its goroutine): once raft compacts its log
-// up to the snapshot, the store is the only copy of those entries' effects.
-func (s *Store) SyncForSnapshot() error {
-	if err := s.pending.persist(s.db); err != nil {
+// writePendingCheckpoint writes a checkpoint of the pending set in a batch
+// of its own, with the given sync policy.
+func (s *Store) writePendingCheckpoint(opts *pebble.WriteOptions) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	committed, err := s.pending.checkpoint(b)
+	if err != nil {
 		return err
 	}
-	return s.db.LogData(nil, pebble.Sync)
+	if err := b.Commit(opts); err != nil {
+		return err
+	}
+	committed()
+	return nil
+}
+
+// SyncForSnapshot checkpoints the pending-authorisation set and makes every
+// committed write durable. The FSM calls it before each Raft snapshot
+// (between batches, on its goroutine): once raft compacts its log up to the
+// snapshot, the store is the only copy of those entries' effects, and the
+// snapshot carries the set to the followers that restore it.
+func (s *Store) SyncForSnapshot() error {
+	return s.writePendingCheckpoint(pebble.Sync)
 }

@@ -3,6 +3,7 @@ package persistence
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // pendingIDs is the store's pending-authorisation set, as order ids.
@@ -41,11 +42,12 @@ func wantIDs(t *testing.T, what string, got []string, want ...string) {
 }
 
 // The pending-authorisation set follows every applied change in memory,
-// reaches the p/ keys only at a snapshot, and after a reopen is the p/ keys
-// corrected by Recheck of the orders changed since (what the FSM does with
-// the log entries raft replays).
-func TestPendingAuthsInMemoryUntilSnapshot(t *testing.T) {
+// reaches the p/ keys only at a checkpoint (here a snapshot's), and after a
+// kill is the p/ keys corrected by Recheck of the orders changed since
+// (what the FSM does with the log entries raft replays).
+func TestPendingAuthsInMemoryUntilCheckpoint(t *testing.T) {
 	s := newTestStore(t)
+	s.SetPendingCheckpointEvery(time.Hour)
 	createA, answerA := chargeCmds("a", 1)
 	createB, answerB := chargeCmds("b", 2)
 	createC, _ := chargeCmds("c", 3)
@@ -69,8 +71,15 @@ func TestPendingAuthsInMemoryUntilSnapshot(t *testing.T) {
 	wantIDs(t, "after the snapshot", pendingIDs(t, s.Store), "b", "c")
 	wantIDs(t, "p/ keys after the snapshot", storedPendingIDs(t, s.Store), "a", "b")
 
-	// A restart reads the snapshot's set ...
-	s.reopen()
+	// A restart after a kill reads the snapshot's set ...
+	if err := s.CloseAsKilled(); err != nil {
+		t.Fatal(err)
+	}
+	s.open()
+	s.SetPendingCheckpointEvery(time.Hour)
+	if s.PendingExactAt() != 2 {
+		t.Fatalf("checkpoint exact at %d, want 2", s.PendingExactAt())
+	}
 	wantIDs(t, "reopened", pendingIDs(t, s.Store), "a", "b")
 	// ... and the replayed entries' orders (a and c, index 3) correct it.
 	if err := s.Recheck([]OrderRef{{"m_bench", "a"}, {"m_bench", "c"}, {"m_bench", "a"}}); err != nil {
@@ -104,5 +113,22 @@ func TestPendingAuthsInMemoryUntilSnapshot(t *testing.T) {
 	d2, i2, _ := follower.Digest()
 	if d1 != d2 || i1 != 5 || i2 != 5 {
 		t.Fatalf("digests %s@%d and %s@%d", d1, i1, d2, i2)
+	}
+
+	// A batch after the checkpoint interval carries a checkpoint of the set
+	// as it stood before it, exact at the batch before; a clean close
+	// writes the rest.
+	s.SetPendingCheckpointEvery(0)
+	_, answerC := chargeCmds("c", 3)
+	s.apply(6, answerC)
+	wantIDs(t, "p/ keys after a batch's checkpoint", storedPendingIDs(t, s.Store), "c", "e")
+	if s.PendingExactAt() != 6 {
+		t.Fatalf("exact at %d after the batch, want 6", s.PendingExactAt())
+	}
+	s.reopen()
+	wantIDs(t, "after a clean close", pendingIDs(t, s.Store), "e")
+	wantIDs(t, "p/ keys after a clean close", storedPendingIDs(t, s.Store), "e")
+	if s.PendingExactAt() != 6 {
+		t.Fatalf("exact at %d after a clean close, want 6", s.PendingExactAt())
 	}
 }

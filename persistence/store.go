@@ -23,7 +23,7 @@ import (
 
 // Key prefixes. One byte each so scans are cheap and the layout is obvious.
 const (
-	prefixMeta     = "a/" // a/applied: last applied Raft index
+	prefixMeta     = "a/" // a/applied: last applied Raft index; a/pending: index the p/ keys are exact at
 	prefixOrder    = "o/" // o/<merchant>\x00<order_id> → order, binary (order.AppendOrder; legacy: JSON)
 	prefixMerchant = "m/" // m/<merchant_id> → Merchant JSON
 	prefixCard     = "c/" // c/<card_id> → vault blob (PAN sealed, never a CVV)
@@ -91,6 +91,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}
 	s := &Store{db: db, orders: newOrderCache(orderCacheEntries), logger: logger}
+	s.pending.every = pendingCheckpointEvery
 	if err := s.pending.load(s); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("load pending authorisations: %w", err)
@@ -122,10 +123,14 @@ func writeStallListener(logger *slog.Logger) *pebble.EventListener {
 	}
 }
 
-// Close closes the database.
+// Close checkpoints the pending-authorisation set, so that a restart
+// rechecks nothing, and closes the database. The FSM must have stopped.
 func (s *Store) Close() error {
 	s.closing.Store(true)
 	s.loading.Wait()
+	if err := s.writePendingCheckpoint(pebble.Sync); err != nil {
+		s.logger.Warn("checkpoint pending authorisations at close", "error", err)
+	}
 	return s.db.Close()
 }
 
