@@ -11,9 +11,9 @@ import (
 // returns it with the applied index that view reflects. Two replicas at the
 // same applied index must have the same digest; the cluster tests and
 // `GET /admin/v1/cluster/self?digest=1` compare them. Per-node keys are left
-// out: the a/ meta keys (applied index, restore marker) and the p/ keys,
-// which each node writes at its own snapshots (pending.go); the orders
-// they name are in the digest.
+// out: the a/ meta keys (applied index, restore marker, the pending set's
+// checkpoint index) and the p/ keys, which each node checkpoints at its own
+// times (pending.go); the orders they name are in the digest.
 //
 // It reads every key: seconds on a large store. It is a check, not a
 // request-path operation.

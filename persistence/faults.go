@@ -17,8 +17,4 @@ func (s *Store) SetPendingCheckpointEvery(d time.Duration) {
 // committed batch is in Pebble's files (the OS kept them), but the
 // pending-authorisation set's changes since its last checkpoint were only
 // in memory.
-func (s *Store) CloseAsKilled() error {
-	s.closing.Store(true)
-	s.loading.Wait()
-	return s.db.Close()
-}
+func (s *Store) CloseAsKilled() error { return s.closeDB() }

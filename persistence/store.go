@@ -30,7 +30,7 @@ const (
 	prefixToken    = "t/" // t/<payment_token> → TokenRecord (order.AppendTokenGrant)
 	prefixIdem     = "k/" // k/<merchant>\x00<idempotency key> → IdemRecord JSON
 	prefixSettle   = "s/" // s/<due ns BE><merchant>\x00<order_id> → "" (auto-settle schedule)
-	prefixPending  = "p/" // p/<merchant>\x00<order_id> → "" (authorisation due at the acquirer, as of the last snapshot: pending.go)
+	prefixPending  = "p/" // p/<merchant>\x00<order_id> → "" (authorisation due at the acquirer, as of the last checkpoint: pending.go)
 	prefixNotify   = "w/" // w/<notification id> → Notification (notify_codec.go)
 	prefixDue      = "q/" // q/<due ns BE><notification id> → "" (webhook queue)
 	prefixReplay   = "r/" // r/<wallet replay key> → <merchant>\x00<order_id> (wallet token used)
@@ -126,11 +126,16 @@ func writeStallListener(logger *slog.Logger) *pebble.EventListener {
 // Close checkpoints the pending-authorisation set, so that a restart
 // rechecks nothing, and closes the database. The FSM must have stopped.
 func (s *Store) Close() error {
-	s.closing.Store(true)
-	s.loading.Wait()
 	if err := s.writePendingCheckpoint(pebble.Sync); err != nil {
 		s.logger.Warn("checkpoint pending authorisations at close", "error", err)
 	}
+	return s.closeDB()
+}
+
+// closeDB stops the background fill of the order filter and closes Pebble.
+func (s *Store) closeDB() error {
+	s.closing.Store(true)
+	s.loading.Wait()
 	return s.db.Close()
 }
 
