@@ -3,7 +3,6 @@ package persistence
 import (
 	"encoding/binary"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,8 +33,8 @@ import (
 type pendingAuths struct {
 	mu  sync.Mutex
 	due map[string]OrderRef // order key → the order
-	// persisted is the order keys the p/ keys hold.
-	persisted map[string]struct{}
+	// persisted is what the p/ keys hold, by order key like due.
+	persisted map[string]OrderRef
 	// exactAt is the Raft index the set is known exact at: every change up
 	// to it is in due. Only Batch.Commit moves it (a replay's Recheck does
 	// not, which is conservative: a checkpoint then claims less than it
@@ -64,12 +63,12 @@ type pendingChange struct {
 // that kept the p/ keys exact at every batch.
 func (p *pendingAuths) load(s *Store) error {
 	due := map[string]OrderRef{}
-	persisted := map[string]struct{}{}
+	persisted := map[string]OrderRef{}
 	err := s.scan([]byte(prefixPending), prefixEnd(prefixPending), func(k, _ []byte) bool {
 		ref := splitRef(k[len(prefixPending):])
 		key := string(orderKey(ref.Merchant, ref.OrderID))
 		due[key] = ref
-		persisted[key] = struct{}{}
+		persisted[key] = ref
 		return true
 	})
 	if err != nil {
@@ -127,25 +126,25 @@ func (p *pendingAuths) applyLocked(changes map[string]pendingChange) {
 func (p *pendingAuths) checkpoint(w *pebble.Batch) (committed func(), err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var add []string
-	for k := range p.due {
+	add := map[string]OrderRef{}
+	for k, ref := range p.due {
 		if _, ok := p.persisted[k]; !ok {
-			add = append(add, k)
+			add[k] = ref
 		}
 	}
-	var gone []string
-	for k := range p.persisted {
+	gone := map[string]OrderRef{}
+	for k, ref := range p.persisted {
 		if _, ok := p.due[k]; !ok {
-			gone = append(gone, k)
+			gone[k] = ref
 		}
 	}
-	for _, k := range add {
-		if err := w.Set(pendingKey(k), nil, nil); err != nil {
+	for _, ref := range add {
+		if err := w.Set(refKey(prefixPending, ref.Merchant, ref.OrderID), nil, nil); err != nil {
 			return nil, err
 		}
 	}
-	for _, k := range gone {
-		if err := w.Delete(pendingKey(k), nil); err != nil {
+	for _, ref := range gone {
+		if err := w.Delete(refKey(prefixPending, ref.Merchant, ref.OrderID), nil); err != nil {
 			return nil, err
 		}
 	}
@@ -157,10 +156,10 @@ func (p *pendingAuths) checkpoint(w *pebble.Batch) (committed func(), err error)
 	return func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		for _, k := range add {
-			p.persisted[k] = struct{}{}
+		for k, ref := range add {
+			p.persisted[k] = ref
 		}
-		for _, k := range gone {
+		for k := range gone {
 			delete(p.persisted, k)
 		}
 		p.lastCheckpoint = time.Now()
@@ -172,11 +171,6 @@ func (p *pendingAuths) checkpointDue() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return time.Since(p.lastCheckpoint) >= p.every
-}
-
-// pendingKey is the p/ key of an order key.
-func pendingKey(orderKey string) []byte {
-	return append([]byte(prefixPending), strings.TrimPrefix(orderKey, prefixOrder)...)
 }
 
 // list returns the set, sorted by order key.
