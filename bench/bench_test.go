@@ -374,11 +374,13 @@ func TestProgressLine(t *testing.T) {
 
 // TestWebhookSinkMatching feeds the receiver's bookkeeping directly: a
 // notification may come before the charge's answer is read, may be repeated,
-// may never come, or may be for an order this run does not know.
+// may never come, may come after the window, or may be for an order this
+// run does not know. The rate counts only first arrivals inside the window.
 func TestWebhookSinkMatching(t *testing.T) {
 	st := newStats(1)
 	s := &webhookSink{pending: map[string]*pendingHook{}, rec: st.shards[0]}
 	t0 := time.Now()
+	s.setWindow(t0) // one second long: report(time.Second)
 	s.expect("a", t0, true) // answer, then notification 5 ms later
 	s.notified("a", "authorized", true, t0.Add(5*time.Millisecond))
 	s.notified("b", "authorized", true, t0) // notification before the answer
@@ -388,18 +390,23 @@ func TestWebhookSinkMatching(t *testing.T) {
 	s.expect("c", t0, true)                                  // never notified
 	s.expect("w", t0, false)                                 // a warmup charge
 	s.notified("w", "authorized", false, t0)                 // with a bad signature
+	s.expect("v", t0, false)                                 // another warmup charge
+	s.notified("v", "authorized", true, t0.Add(time.Millisecond))
 	s.notified("x", "authorized", true, t0)                  // unknown order
+	s.expect("d", t0, true)                                  // notified during the wait after the window
+	s.notified("d", "authorized", true, t0.Add(1500*time.Millisecond))
 	if n := s.outstanding(); n != 1 {
 		t.Errorf("outstanding %d, want 1 (c)", n)
 	}
 	r := s.report(time.Second)
-	want := WebhookReport{Expected: 3, Delivered: 2, DeliveredPerSec: 2, Undelivered: 1, Received: 6, Duplicates: 1, Unmatched: 1, BadSignature: 1}
+	want := WebhookReport{Expected: 4, Delivered: 3, DeliveredInWindow: 4, DeliveredPerSec: 4, Undelivered: 1,
+		Received: 8, Duplicates: 1, Unmatched: 1, BadSignature: 1} // in the window: a, b, w and v
 	if *r != want {
 		t.Errorf("report %+v\nwant   %+v", *r, want)
 	}
 	m := st.merge()
-	if h := m.ops["webhook"].hist; h.TotalCount() != 2 || h.Max() < 4900 || h.Max() > 5100 {
-		t.Errorf("webhook latencies: n=%d max=%dµs, want 2 with max 5 ms (the early one counts 0)", h.TotalCount(), h.Max())
+	if h := m.ops["webhook"].hist; h.TotalCount() != 3 || h.Max() < 1490000 || h.Max() > 1510000 {
+		t.Errorf("webhook latencies: n=%d max=%dµs, want 3 with max 1.5 s (the early one counts 0)", h.TotalCount(), h.Max())
 	}
 	if m.other["webhook_undelivered"] != 1 || m.other["webhook_bad_signature"] != 1 {
 		t.Errorf("other %v", m.other)

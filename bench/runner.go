@@ -223,6 +223,9 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	start := time.Now()
 	r.measureStart = start.Add(r.cfg.Warmup)
 	r.end = r.measureStart.Add(r.cfg.Duration)
+	if r.sink != nil {
+		r.sink.setWindow(r.measureStart)
+	}
 	r.phase.Store("load")
 	type cpuSample struct {
 		t        cpuTimes

@@ -33,6 +33,9 @@ type webhookSink struct {
 
 	mu      sync.Mutex
 	pending map[string]*pendingHook // order_id → charge answered and/or notification seen; kept once matched, to tell repeats
+	// windowStart is the start of the measured window: the delivery rate
+	// counts the authorised notifications that arrive inside it.
+	windowStart time.Time
 	// counts, under mu
 	expected, delivered, received, duplicates, badSignature int64
 }
@@ -157,6 +160,14 @@ func (s *webhookSink) notified(orderID, status string, verified bool, at time.Ti
 	}
 }
 
+// setWindow sets the start of the measured window whose arrivals make the
+// delivery rate.
+func (s *webhookSink) setWindow(start time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.windowStart = start
+}
+
 // expect registers an acknowledged charge whose notification is awaited.
 func (s *webhookSink) expect(orderID string, answered time.Time, measured bool) {
 	s.mu.Lock()
@@ -209,6 +220,13 @@ func (s *webhookSink) wait(ctx context.Context, max time.Duration) {
 // report closes the books: every measured charge still without notification
 // is counted undelivered, every authorised notification without a charge
 // answer of this run unmatched.
+//
+// The rate is of notifications that arrived inside the window (window is
+// its length, shorter if the run ended early), whichever charge they are
+// for. Dividing everything delivered for the window's charges by the window
+// would count the notifications that arrived during the wait after it:
+// when the node charges faster than it delivers, a backlog builds up and
+// that figure reports the charge rate, not the delivery rate.
 func (s *webhookSink) report(window time.Duration) *WebhookReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -216,6 +234,7 @@ func (s *webhookSink) report(window time.Duration) *WebhookReport {
 		CallbackURL: s.url, Expected: s.expected, Delivered: s.delivered,
 		Received: s.received, Duplicates: s.duplicates, BadSignature: s.badSignature,
 	}
+	end := s.windowStart.Add(window)
 	for _, p := range s.pending {
 		switch {
 		case p.answered.IsZero():
@@ -224,9 +243,12 @@ func (s *webhookSink) report(window time.Duration) *WebhookReport {
 			r.Undelivered++
 			s.rec.failKind("webhook", "webhook_undelivered")
 		}
+		if p.matched && !p.arrived.Before(s.windowStart) && p.arrived.Before(end) {
+			r.DeliveredInWindow++
+		}
 	}
 	if secs := window.Seconds(); secs > 0 {
-		r.DeliveredPerSec = float64(s.delivered) / secs
+		r.DeliveredPerSec = float64(r.DeliveredInWindow) / secs
 	}
 	return r
 }
