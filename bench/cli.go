@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,8 @@ load:
 
 output:
   --json FILE            write the result as JSON
+  --cpu-profile FILE     write a CPU profile (pprof) of gatewaybench itself over the run: the
+                         harness shares the machine with the nodes (theirs: gatewayd --pprof-addr)
 
 Exit status: 0 after a run (failed requests are counted, not fatal), 1 when the
 run could not start, 2 for a usage error, 130 when interrupted (the partial
@@ -99,6 +102,7 @@ type runArgs struct {
 	gatewaydFlags   []string // --gatewayd-flag, in order
 	readyTimeout    time.Duration
 	jsonPath        string
+	cpuProfile      string
 }
 
 func parseRunArgs(args []string) (runArgs, error) {
@@ -129,6 +133,7 @@ func parseRunArgs(args []string) (runArgs, error) {
 	fs.DurationVar(&ra.cfg.Timeout, "timeout", DefaultTimeout, "")
 	fs.DurationVar(&ra.cfg.WebhookWait, "webhook-wait", DefaultWebhookWait, "")
 	fs.StringVar(&ra.jsonPath, "json", "", "")
+	fs.StringVar(&ra.cpuProfile, "cpu-profile", "", "")
 	var pids string
 	fs.StringVar(&pids, "node-pids", "", "")
 	fs.Func("gatewayd-flag", "", func(v string) error {
@@ -227,6 +232,14 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.MerchantKey, cfg.MerchantSecret = m.API.PublicKey, m.API.SecretKey
 		cfg.WebhookKey, cfg.WebhookSecret = m.Webhook.PublicKey, m.Webhook.SecretKey
 	}
+	if ra.cpuProfile != "" {
+		stop, err := startCPUProfile(ra.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+			return ExitNotStarted
+		}
+		defer stop()
+	}
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
@@ -322,4 +335,22 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// startCPUProfile profiles this process into path until the returned
+// function is called. It starts after any --spawn build and cluster start,
+// so the profile is of the run alone.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -2,8 +2,10 @@ package bench
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,6 +60,34 @@ func TestMainRunAgainstTarget(t *testing.T) {
 	}
 	if reps, err := LoadReports(out); err != nil || reps[0].Mix != "charge=3,status=1" {
 		t.Errorf("%+v %v", reps, err)
+	}
+}
+
+// TestMainRunCPUProfile checks that --cpu-profile leaves a pprof file: a
+// gzipped protobuf that names the harness's own functions.
+func TestMainRunCPUProfile(t *testing.T) {
+	g, m := startFake(t)
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--target", g.url, "--merchant-key", m.APIPK, "--merchant-secret", m.APISK,
+		"--workload", "charge", "--concurrency", "4", "--duration", "500ms", "--cpu-profile", path}, &stdout, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("not a gzipped profile: %v", err)
+	}
+	body, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte("github.com/paygate/gateway/bench.")) {
+		t.Errorf("profile (%d bytes) names no function of the bench package", len(body))
 	}
 }
 
