@@ -70,8 +70,8 @@ type Config struct {
 }
 
 // logCacheEntries is how many recent log entries raft keeps in memory.
-// Entries are read back within milliseconds of their append (at most 4 are
-// in flight from the proposer), so a few hundred cover replication and
+// Entries are read back within milliseconds of their append (one at a time
+// is in flight from the proposer), so a few hundred cover replication and
 // apply; the bound keeps the worst case (256 commands an entry) near 30 MB.
 const logCacheEntries = 256
 
