@@ -380,7 +380,7 @@ func TestWebhookSinkMatching(t *testing.T) {
 	st := newStats(1)
 	s := &webhookSink{pending: map[string]*pendingHook{}, rec: st.shards[0]}
 	t0 := time.Now()
-	s.setWindow(t0) // one second long: report(time.Second)
+	s.setWindow(t0)         // one second long: report(time.Second)
 	s.expect("a", t0, true) // answer, then notification 5 ms later
 	s.notified("a", "authorized", true, t0.Add(5*time.Millisecond))
 	s.notified("b", "authorized", true, t0) // notification before the answer
@@ -392,8 +392,8 @@ func TestWebhookSinkMatching(t *testing.T) {
 	s.notified("w", "authorized", false, t0)                 // with a bad signature
 	s.expect("v", t0, false)                                 // another warmup charge
 	s.notified("v", "authorized", true, t0.Add(time.Millisecond))
-	s.notified("x", "authorized", true, t0)                  // unknown order
-	s.expect("d", t0, true)                                  // notified during the wait after the window
+	s.notified("x", "authorized", true, t0) // unknown order
+	s.expect("d", t0, true)                 // notified during the wait after the window
 	s.notified("d", "authorized", true, t0.Add(1500*time.Millisecond))
 	if n := s.outstanding(); n != 1 {
 		t.Errorf("outstanding %d, want 1 (c)", n)
