@@ -380,7 +380,6 @@ func TestWebhookSinkMatching(t *testing.T) {
 	st := newStats(1)
 	s := &webhookSink{pending: map[string]*pendingHook{}, rec: st.shards[0]}
 	t0 := time.Now()
-	s.setWindow(t0)         // one second long: report(time.Second)
 	s.expect("a", t0, true) // answer, then notification 5 ms later
 	s.notified("a", "authorized", true, t0.Add(5*time.Millisecond))
 	s.notified("b", "authorized", true, t0) // notification before the answer
@@ -398,7 +397,7 @@ func TestWebhookSinkMatching(t *testing.T) {
 	if n := s.outstanding(); n != 1 {
 		t.Errorf("outstanding %d, want 1 (c)", n)
 	}
-	r := s.report(time.Second)
+	r := s.report(t0, time.Second) // a window of one second from t0
 	want := WebhookReport{Expected: 4, Delivered: 3, DeliveredInWindow: 4, DeliveredPerSec: 4, Undelivered: 1,
 		Received: 8, Duplicates: 1, Unmatched: 1, BadSignature: 1} // in the window: a, b, w and v
 	if *r != want {

@@ -223,9 +223,6 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	start := time.Now()
 	r.measureStart = start.Add(r.cfg.Warmup)
 	r.end = r.measureStart.Add(r.cfg.Duration)
-	if r.sink != nil {
-		r.sink.setWindow(r.measureStart)
-	}
 	r.phase.Store("load")
 	type cpuSample struct {
 		t        cpuTimes
@@ -436,7 +433,7 @@ func (r *run) schedule(jobs chan<- time.Time) bool {
 func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool) *Report {
 	var webhooks *WebhookReport
 	if r.sink != nil {
-		webhooks = r.sink.report(window) // records undelivered notifications: before the merge
+		webhooks = r.sink.report(r.measureStart, window) // records undelivered notifications: before the merge
 	}
 	r.cutRest()
 	m := r.stats.merge()

@@ -33,9 +33,6 @@ type webhookSink struct {
 
 	mu      sync.Mutex
 	pending map[string]*pendingHook // order_id → charge answered and/or notification seen; kept once matched, to tell repeats
-	// windowStart is the start of the measured window: the delivery rate
-	// counts the authorised notifications that arrive inside it.
-	windowStart time.Time
 	// counts, under mu
 	expected, delivered, received, duplicates, badSignature int64
 }
@@ -160,14 +157,6 @@ func (s *webhookSink) notified(orderID, status string, verified bool, at time.Ti
 	}
 }
 
-// setWindow sets the start of the measured window whose arrivals make the
-// delivery rate.
-func (s *webhookSink) setWindow(start time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.windowStart = start
-}
-
 // expect registers an acknowledged charge whose notification is awaited.
 func (s *webhookSink) expect(orderID string, answered time.Time, measured bool) {
 	s.mu.Lock()
@@ -221,20 +210,20 @@ func (s *webhookSink) wait(ctx context.Context, max time.Duration) {
 // is counted undelivered, every authorised notification without a charge
 // answer of this run unmatched.
 //
-// The rate is of notifications that arrived inside the window (window is
-// its length, shorter if the run ended early), whichever charge they are
+// The rate is of notifications that arrived inside the window (from start,
+// window long: shorter if the run ended early), whichever charge they are
 // for. Dividing everything delivered for the window's charges by the window
 // would count the notifications that arrived during the wait after it:
 // when the node charges faster than it delivers, a backlog builds up and
 // that figure reports the charge rate, not the delivery rate.
-func (s *webhookSink) report(window time.Duration) *WebhookReport {
+func (s *webhookSink) report(start time.Time, window time.Duration) *WebhookReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := &WebhookReport{
 		CallbackURL: s.url, Expected: s.expected, Delivered: s.delivered,
 		Received: s.received, Duplicates: s.duplicates, BadSignature: s.badSignature,
 	}
-	end := s.windowStart.Add(window)
+	end := start.Add(window)
 	for _, p := range s.pending {
 		switch {
 		case p.answered.IsZero():
@@ -243,7 +232,7 @@ func (s *webhookSink) report(window time.Duration) *WebhookReport {
 			r.Undelivered++
 			s.rec.failKind("webhook", "webhook_undelivered")
 		}
-		if p.matched && !p.arrived.Before(s.windowStart) && p.arrived.Before(end) {
+		if p.matched && !p.arrived.Before(start) && p.arrived.Before(end) {
 			r.DeliveredInWindow++
 		}
 	}
