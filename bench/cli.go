@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -16,7 +17,7 @@ import (
 // Exit codes of Main.
 const (
 	ExitOK          = 0
-	ExitNotStarted  = 1 // the run could not start, or compare could not read its files
+	ExitNotStarted  = 1 // the run could not start, or compare or stalls could not read its files
 	ExitUsage       = 2
 	ExitInterrupted = 130 // the run was cut short; its partial report was still written
 )
@@ -25,6 +26,7 @@ const (
 const Usage = `usage:
   gatewaybench run (--target URL[,URL...] | --spawn 1|3) [flags]
   gatewaybench compare A.json B.json
+  gatewaybench stalls [--slice 10ms] [--top 15] [--syscall-over 5ms] TRACE
 
 run drives one workload against gateway nodes on loopback addresses and prints
 a latency and throughput table; --json also writes the result as JSON.
@@ -68,9 +70,16 @@ output:
   --cpu-profile FILE     write a CPU profile (pprof) of gatewaybench itself over the run: the
                          harness shares the machine with the nodes (theirs: gatewayd --pprof-addr)
 
+stalls reads a Go execution trace of a node, taken during a run with
+  curl -o trace.out 'http://127.0.0.1:6060/debug/pprof/trace?seconds=4'
+from gatewayd --pprof-addr 127.0.0.1:6060, cuts it into slices and prints the
+slices where goroutines waited longest for a CPU, with what ran and what sat in
+system calls in them, and every system call over --syscall-over with its stack.
+
 Exit status: 0 after a run (failed requests are counted, not fatal), 1 when the
-run could not start, 2 for a usage error, 130 when interrupted (the partial
-result is still printed and written).
+run could not start (or compare or stalls could not read its files), 2 for a
+usage error, 130 when interrupted (the partial result is still printed and
+written).
 `
 
 // Main is the CLI: args without the program name. Cancelling ctx (Ctrl-C)
@@ -85,6 +94,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return mainRun(ctx, args[1:], stdout, stderr)
 	case "compare":
 		return mainCompare(args[1:], stdout, stderr)
+	case "stalls":
+		return mainStalls(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
@@ -324,6 +335,36 @@ func mainCompare(args []string, stdout, stderr io.Writer) int {
 	if s := stealNote(a, b); s != "" {
 		fmt.Fprintln(stdout, s)
 	}
+	return ExitOK
+}
+
+// mainStalls is the stalls command: a node's execution trace cut into
+// slices.
+func mainStalls(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gatewaybench stalls", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	slice := fs.Duration("slice", 10*time.Millisecond, "length of a slice")
+	top := fs.Int("top", 15, "slices to print")
+	syscallOver := fs.Duration("syscall-over", 5*time.Millisecond, "list system calls at least this long")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if fs.NArg() != 1 || *slice <= 0 || *top <= 0 || *syscallOver <= 0 {
+		fmt.Fprintf(stderr, "gatewaybench stalls: want one trace file, and positive --slice, --top and --syscall-over\n\n%s", Usage)
+		return ExitUsage
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+		return ExitNotStarted
+	}
+	defer f.Close()
+	a, err := AnalyzeTrace(bufio.NewReader(f), *slice, *syscallOver)
+	if err != nil {
+		fmt.Fprintf(stderr, "gatewaybench: %s: %v\n", fs.Arg(0), err)
+		return ExitNotStarted
+	}
+	a.WriteStalls(stdout, *top)
 	return ExitOK
 }
 
