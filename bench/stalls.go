@@ -112,14 +112,17 @@ func AnalyzeTrace(r io.Reader, slice, syscallOver time.Duration) (*TraceAnalysis
 			g = &tracedGoroutine{}
 			goroutines[id] = g
 		}
+		// The goroutine's own stack at this transition: the transition's
+		// (a new goroutine's start function), or the event's when the
+		// goroutine made the event itself. An event made by another
+		// goroutine (one that woke this one) carries the waker's stack.
+		own := st.Stack
+		if own == trace.NoStack && ev.Goroutine() == id {
+			own = ev.Stack()
+		}
 		if g.kind == "" {
-			// A new goroutine's transition carries its start function; one
-			// that predates the trace shows its stack at its first event,
-			// whose outermost frame is the same.
-			g.kind = goroutineKind(st.Stack)
-			if g.kind == "" {
-				g.kind = goroutineKind(ev.Stack())
-			}
+			// Any stack of the goroutine ends in its start function.
+			g.kind = goroutineKind(own)
 		}
 		from, to := st.Goroutine()
 		now := ev.Time()
@@ -149,7 +152,7 @@ func AnalyzeTrace(r io.Reader, slice, syscallOver time.Duration) (*TraceAnalysis
 		case trace.GoRunnable:
 			g.runnable = now
 		case trace.GoSyscall:
-			g.inSyscall, g.syscallStack = now, ev.Stack()
+			g.inSyscall, g.syscallStack = now, own
 		}
 	}
 	return a, nil

@@ -27,20 +27,43 @@ func traceTestSpinner(d time.Duration, done chan<- struct{}) {
 	done <- struct{}{}
 }
 
+// traceTestWaiter waits for wake, then keeps a CPU busy for d.
+func traceTestWaiter(wake <-chan struct{}, d time.Duration, done chan<- struct{}) {
+	<-wake
+	traceTestSpinner(d, done)
+}
+
+// traceTestWaker wakes n waiters, one at a time.
+func traceTestWaker(wake chan<- struct{}, n int) {
+	for range n {
+		time.Sleep(2 * time.Millisecond)
+		wake <- struct{}{}
+	}
+}
+
 // recordTestTrace traces two spinners sharing one P (so each waits
-// runnable while the other runs) and a goroutine in a 40 ms system call.
+// runnable while the other runs), a goroutine in a 40 ms system call, and
+// a waiter started before the trace that a goroutine started during it
+// wakes (its first event in the trace is made by the waker).
 func recordTestTrace(t *testing.T) []byte {
 	t.Helper()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const waiters = 4
+	done := make(chan struct{}, 3+waiters)
+	wake := make(chan struct{})
+	for range waiters {
+		go traceTestWaiter(wake, 5*time.Millisecond, done)
+	}
+	time.Sleep(time.Millisecond) // the waiters block before the trace starts
 	var buf bytes.Buffer
 	if err := trace.Start(&buf); err != nil {
 		t.Skipf("cannot trace (another trace running?): %v", err)
 	}
-	done := make(chan struct{}, 3)
 	go traceTestSleeper(40*time.Millisecond, done)
 	go traceTestSpinner(60*time.Millisecond, done)
 	go traceTestSpinner(60*time.Millisecond, done)
-	for range 3 {
+	go traceTestWaker(wake, waiters)
+	for range 3 + waiters {
 		<-done
 	}
 	trace.Stop()
@@ -54,7 +77,8 @@ func TestAnalyzeTraceFindsRunningWaitingAndSyscalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	const spinner, sleeper = "gateway/bench.traceTestSpinner", "gateway/bench.traceTestSleeper"
-	var spun, waited time.Duration
+	const waiter, waker = "gateway/bench.traceTestWaiter", "gateway/bench.traceTestWaker"
+	var spun, waited, waiterRan, wakerRan, unknownRan time.Duration
 	for i, s := range a.Slices {
 		if s.Start != time.Duration(i)*10*time.Millisecond {
 			t.Fatalf("slice %d starts at %v", i, s.Start)
@@ -66,6 +90,9 @@ func TestAnalyzeTraceFindsRunningWaitingAndSyscalls(t *testing.T) {
 		}
 		spun += s.Running[spinner]
 		waited += s.RunnableWait
+		waiterRan += s.Running[waiter]
+		wakerRan += s.Running[waker]
+		unknownRan += s.Running["unknown"]
 	}
 	// Two spinners, each busy for 60 ms of wall time, take turns on one
 	// P: together they run for most of those ~60 ms, and each waits
@@ -75,6 +102,16 @@ func TestAnalyzeTraceFindsRunningWaitingAndSyscalls(t *testing.T) {
 	}
 	if waited < 20*time.Millisecond {
 		t.Errorf("runnable waiting %v in all, want the spinners' turns (tens of ms)", waited)
+	}
+	// The waiters' spinning is not their waker's: the waker's stack is on
+	// each waiter's first event in the trace (the wake-up), and taking it
+	// for the waiter's own put the waiters' running time under the waker.
+	// A waiter that never shows a stack of its own is "unknown".
+	if waiterRan+unknownRan+wakerRan < time.Millisecond {
+		t.Fatalf("waiters and waker ran %v in all: the waiters did not spin in the trace", waiterRan+unknownRan+wakerRan)
+	}
+	if wakerRan >= time.Millisecond {
+		t.Errorf("the waker ran %v, its waiters %v (unknown %v): want microseconds for a sleep-and-send loop", wakerRan, waiterRan, unknownRan)
 	}
 	var found *LongSyscall
 	for i, c := range a.Syscalls {
