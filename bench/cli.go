@@ -41,6 +41,8 @@ target:
   --gatewayd-flag F      --spawn: one more argument for every node, repeatable; {node} in it
                          becomes the node's id, e.g. --gatewayd-flag=--raft-log-dir=/mnt/wal/{node}
   --ready-timeout D      --spawn: bound on each wait for the nodes (default 60s)
+  --leader-only          --spawn 3: send every request to the leader instead of spreading the
+                         workers over all nodes (followers forward to the leader: one more hop)
   --node-pids PID[,PID]  --target: the nodes' process ids, to report their CPU per request
                          (Linux; --spawn reports its nodes' own)
   --merchant-key K       merchant API public key (not needed with --spawn or for ceiling)
@@ -112,6 +114,7 @@ type runArgs struct {
 	settleDelayUnit string
 	gatewaydFlags   []string // --gatewayd-flag, in order
 	readyTimeout    time.Duration
+	leaderOnly      bool // --spawn: every request to the leader
 	jsonPath        string
 	cpuProfile      string
 }
@@ -126,6 +129,7 @@ func parseRunArgs(args []string) (runArgs, error) {
 	fs.StringVar(&ra.gatewayd, "gatewayd", "", "")
 	fs.StringVar(&ra.settleDelayUnit, "settle-delay-unit", DefaultSettleDelayUnit, "")
 	fs.DurationVar(&ra.readyTimeout, "ready-timeout", defaultReadyTimeout, "")
+	fs.BoolVar(&ra.leaderOnly, "leader-only", false, "")
 	fs.StringVar(&ra.cfg.MerchantKey, "merchant-key", "", "")
 	fs.StringVar(&ra.cfg.MerchantSecret, "merchant-secret", "", "")
 	fs.StringVar(&ra.cfg.WebhookKey, "webhook-key", "", "")
@@ -177,6 +181,8 @@ func parseRunArgs(args []string) (runArgs, error) {
 		return ra, errors.New("--gatewayd and --gatewayd-flag need --spawn")
 	case ra.spawn != 0 && pids != "":
 		return ra, errors.New("--spawn reports its own nodes' CPU: drop --node-pids")
+	case ra.leaderOnly && ra.spawn != 3:
+		return ra, errors.New("--leader-only goes with --spawn 3 (with --target, name the leader's address)")
 	}
 	for _, p := range strings.Split(pids, ",") {
 		if p = strings.TrimSpace(p); p == "" {
@@ -239,6 +245,14 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitNotStarted
 		}
 		cfg.Targets = cluster.Targets()
+		if ra.leaderOnly {
+			leader, err := cluster.LeaderTarget(ctx)
+			if err != nil {
+				fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+				return ExitNotStarted
+			}
+			cfg.Targets = []string{leader}
+		}
 		cfg.Nodes = cluster.Processes()
 		cfg.MerchantKey, cfg.MerchantSecret = m.API.PublicKey, m.API.SecretKey
 		cfg.WebhookKey, cfg.WebhookSecret = m.Webhook.PublicKey, m.Webhook.SecretKey

@@ -25,6 +25,8 @@ func TestMainUsageErrors(t *testing.T) {
 		{"run", "--target", "http://127.0.0.1:1", "--node-pids", "12,x"},
 		{"run", "--target", "http://127.0.0.1:1", "--node-pids", "-4"},
 		{"run", "--spawn", "1", "--node-pids", "12"},
+		{"run", "--spawn", "1", "--leader-only"},
+		{"run", "--target", "http://127.0.0.1:1", "--leader-only"},
 		{"run", "--target", "http://127.0.0.1:1", "--gatewayd-flag", "--log-level=warn"},
 		{"run", "--target", "http://10.1.2.3:80", "--workload", "ceiling"},
 		{"run", "--target", "http://127.0.0.1:1", "--workload", "nope"},

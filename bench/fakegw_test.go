@@ -146,7 +146,7 @@ func (g *fakeGateway) admin(ctx *fasthttp.RequestCtx, op string) {
 			members[i] = map[string]string{"node_id": id}
 		}
 		g.mu.Unlock()
-		writeJSON(ctx, 200, map[string]any{"members": members, "leader": "node1"})
+		writeJSON(ctx, 200, map[string]any{"members": members, "leader_id": "node1"})
 	case "cluster/join":
 		var j struct {
 			NodeID string `json:"node_id"`

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +141,37 @@ func TestGatewaydFlagReachesTheNodes(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join(wal, "node1-wal"))
 	if err != nil || len(entries) == 0 {
 		t.Fatalf("node1's raft log is not in the folder given (%v, %d entries)\n%s", err, len(entries), out.String())
+	}
+}
+
+// --leader-only sends every request of a three-node run to one node, the
+// leader, and the charges are acknowledged there.
+func TestLeaderOnlyTargetsOneNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns real nodes")
+	}
+	bin := nodetest.Binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "leader.json")
+	var log bytes.Buffer
+	args := []string{"run", "--spawn", "3", "--leader-only", "--gatewayd", bin, "--workload", "charge",
+		"--concurrency", "4", "--requests", "40", "--json", out}
+	if code := bench.Main(ctx, args, &log, &log); code != 0 {
+		t.Fatalf("exit %d\n%s", code, log.String())
+	}
+	reps, err := bench.LoadReports(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := reps[0]
+	if strings.Contains(rep.Target, ",") || !strings.HasPrefix(rep.Target, "http://127.0.0.1:") {
+		t.Errorf("target %q, want the leader's address alone", rep.Target)
+	}
+	if rep.Ops["charge"].Count != 40 || rep.Errors.Total != 0 {
+		t.Errorf("charges %d, errors %d, want 40 and 0\n%s", rep.Ops["charge"].Count, rep.Errors.Total, log.String())
+	}
+	if len(rep.ProcessCPU) != 4 { // the harness and three nodes
+		t.Errorf("process CPU for %d processes, want the harness and 3 nodes", len(rep.ProcessCPU))
 	}
 }

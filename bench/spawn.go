@@ -413,6 +413,27 @@ func (c *Cluster) Targets() []string {
 	return t
 }
 
+// LeaderTarget is the base address of the node that leads now, as node1's
+// admin API says.
+func (c *Cluster) LeaderTarget(ctx context.Context) (string, error) {
+	var st struct {
+		LeaderID string `json:"leader_id"`
+	}
+	status, err := c.admin(ctx, c.Nodes[0], http.MethodGet, "/admin/v1/cluster", nil, &st)
+	if err != nil {
+		return "", fmt.Errorf("ask for the leader: %w", err)
+	}
+	if status != http.StatusOK {
+		return "", fmt.Errorf("ask for the leader: HTTP %d", status)
+	}
+	for _, n := range c.Nodes {
+		if n.ID == st.LeaderID {
+			return n.URL(), nil
+		}
+	}
+	return "", fmt.Errorf("the leader %q is not a spawned node", st.LeaderID)
+}
+
 // Processes names the nodes' processes, for the report's CPU per request.
 func (c *Cluster) Processes() []NodeProcess {
 	ps := make([]NodeProcess, len(c.Nodes))

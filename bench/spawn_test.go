@@ -37,6 +37,9 @@ func TestSpawnThreeNodes(t *testing.T) {
 	if err != nil || m.API.PublicKey == "" || m.Webhook.SecretKey == "" {
 		t.Fatalf("merchant %+v, %v", m, err)
 	}
+	if leader, err := c.LeaderTarget(context.Background()); err != nil || leader != c.Nodes[0].URL() {
+		t.Fatalf("leader %q, %v; want node1's %s", leader, err, c.Nodes[0].URL())
+	}
 	rep, err := Run(context.Background(), Config{Targets: c.Targets(), Workload: WorkloadCeiling, Concurrency: 3, Duration: 300 * time.Millisecond})
 	if err != nil || rep.Ops["healthz"].Count == 0 || rep.Target != strings.Join(c.Targets(), ",") {
 		t.Fatalf("ceiling over three nodes: %+v, %v", rep, err)
