@@ -59,12 +59,7 @@ func TestWorkloadsAgainstRealGatewayd(t *testing.T) {
 
 // A charge run records its order ids; a status run reads exactly those.
 func TestRecordedOrdersFeedStatus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns real nodes")
-	}
-	bin := nodetest.Binary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	bin, ctx := realGatewayd(t)
 	c, err := bench.Spawn(ctx, bench.SpawnOptions{Binary: bin, Nodes: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -125,13 +120,8 @@ func checkNodeCPU(t *testing.T, r bench.Report, node string) {
 // --gatewayd-flag reaches every spawned node, with {node} made the node's
 // id: here the raft log goes to a folder of the test's.
 func TestGatewaydFlagReachesTheNodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns real nodes")
-	}
-	bin := nodetest.Binary(t)
+	bin, ctx := realGatewayd(t)
 	wal := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	var out bytes.Buffer
 	args := []string{"run", "--spawn", "1", "--gatewayd", bin, "--workload", "charge", "--concurrency", "2",
 		"--requests", "20", "--gatewayd-flag=--raft-log-dir=" + filepath.Join(wal, "{node}-wal")}
@@ -147,12 +137,7 @@ func TestGatewaydFlagReachesTheNodes(t *testing.T) {
 // --leader-only sends every request of a three-node run to one node, the
 // leader, and the charges are acknowledged there.
 func TestLeaderOnlyTargetsOneNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns real nodes")
-	}
-	bin := nodetest.Binary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	bin, ctx := realGatewayd(t)
 	out := filepath.Join(t.TempDir(), "leader.json")
 	var log bytes.Buffer
 	args := []string{"run", "--spawn", "3", "--leader-only", "--gatewayd", bin, "--workload", "charge",
@@ -174,4 +159,16 @@ func TestLeaderOnlyTargetsOneNode(t *testing.T) {
 	if len(rep.ProcessCPU) != 4 { // the harness and three nodes
 		t.Errorf("process CPU for %d processes, want the harness and 3 nodes", len(rep.ProcessCPU))
 	}
+}
+
+// realGatewayd skips the test in -short mode; otherwise it returns the
+// gatewayd binary and a context that bounds the test's runs.
+func realGatewayd(t *testing.T) (string, context.Context) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("spawns real nodes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return nodetest.Binary(t), ctx
 }
