@@ -114,7 +114,7 @@ type runArgs struct {
 	settleDelayUnit string
 	gatewaydFlags   []string // --gatewayd-flag, in order
 	readyTimeout    time.Duration
-	leaderOnly      bool // --spawn: every request to the leader
+	leaderOnly      bool // --spawn 3: every request to the leader
 	jsonPath        string
 	cpuProfile      string
 }

@@ -121,7 +121,8 @@ func AnalyzeTrace(r io.Reader, slice, syscallOver time.Duration) (*TraceAnalysis
 			own = ev.Stack()
 		}
 		if g.kind == "" {
-			// Any stack of the goroutine ends in its start function.
+			// Any stack of the goroutine ends in its start function (unless
+			// deeper than the tracer records: then in its deepest frame).
 			g.kind = goroutineKind(own)
 		}
 		from, to := st.Goroutine()
