@@ -68,7 +68,9 @@ load:
   --webhook-wait D       webhooks: wait this long after the window for notifications (default 10s)
 
 output:
-  --json FILE            write the result as JSON
+  --runs N               run the workload N times (with --spawn, each on fresh nodes) and print
+                         the median of the runs' figures after their tables (default 1)
+  --json FILE            write the result as JSON (with --runs N > 1, an array of the N results)
   --cpu-profile FILE     write a CPU profile (pprof) of gatewaybench itself over the run: the
                          harness shares the machine with the nodes (theirs: gatewayd --pprof-addr)
 
@@ -115,6 +117,7 @@ type runArgs struct {
 	gatewaydFlags   []string // --gatewayd-flag, in order
 	readyTimeout    time.Duration
 	leaderOnly      bool // --spawn 3: every request to the leader
+	runs            int  // --runs: runs of the workload, medians printed after
 	jsonPath        string
 	cpuProfile      string
 }
@@ -130,6 +133,7 @@ func parseRunArgs(args []string) (runArgs, error) {
 	fs.StringVar(&ra.settleDelayUnit, "settle-delay-unit", DefaultSettleDelayUnit, "")
 	fs.DurationVar(&ra.readyTimeout, "ready-timeout", defaultReadyTimeout, "")
 	fs.BoolVar(&ra.leaderOnly, "leader-only", false, "")
+	fs.IntVar(&ra.runs, "runs", 1, "")
 	fs.StringVar(&ra.cfg.MerchantKey, "merchant-key", "", "")
 	fs.StringVar(&ra.cfg.MerchantSecret, "merchant-secret", "", "")
 	fs.StringVar(&ra.cfg.WebhookKey, "webhook-key", "", "")
@@ -181,6 +185,8 @@ func parseRunArgs(args []string) (runArgs, error) {
 		return ra, errors.New("--gatewayd and --gatewayd-flag need --spawn")
 	case ra.spawn != 0 && pids != "":
 		return ra, errors.New("--spawn reports its own nodes' CPU: drop --node-pids")
+	case ra.runs < 1:
+		return ra, errors.New("--runs must be at least 1")
 	case ra.leaderOnly && ra.spawn != 3:
 		return ra, errors.New("--leader-only goes with --spawn 3 (with --target, name the leader's address)")
 	}
@@ -232,24 +238,95 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if isTerminal(stdout) {
 		cfg.Progress = stdout
 	}
-	if ra.spawn != 0 {
-		cluster, cleanup, err := spawnForRun(ctx, ra, stderr)
-		defer cleanup()
+	if ra.spawn != 0 && ra.gatewayd == "" {
+		dir, err := os.MkdirTemp("", "gatewaybench-build-")
 		if err != nil {
 			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
 			return ExitNotStarted
 		}
-		m, err := cluster.CreateMerchant(ctx, "bench")
+		defer os.RemoveAll(dir)
+		fmt.Fprintln(stderr, "building gatewayd (go build ./cmd/gatewayd) ...")
+		if ra.gatewayd, err = BuildGatewayd(ctx, dir); err != nil {
+			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+			return ExitNotStarted
+		}
+	}
+	// The harness's CPU profile starts with the first run's load, after
+	// the build and the nodes' start, and ends with the last run.
+	var stopProfile func()
+	startProfile := func() error {
+		if ra.cpuProfile == "" || stopProfile != nil {
+			return nil
+		}
+		stop, err := startCPUProfile(ra.cpuProfile)
+		stopProfile = stop
+		return err
+	}
+	defer func() {
+		if stopProfile != nil {
+			stopProfile()
+		}
+	}()
+	var reps []*Report
+	for i := range ra.runs {
+		if ra.runs > 1 {
+			fmt.Fprintf(stdout, "run %d of %d\n", i+1, ra.runs)
+		}
+		rep, err := runOnce(ctx, ra, cfg, stderr, startProfile)
 		if err != nil {
 			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
 			return ExitNotStarted
+		}
+		rep.WriteSummary(stdout)
+		reps = append(reps, rep)
+		if rep.Interrupted {
+			break
+		}
+	}
+	if len(reps) > 1 {
+		WriteMedians(stdout, reps)
+	}
+	if ra.jsonPath != "" {
+		var err error
+		if ra.runs == 1 {
+			err = reps[0].WriteJSON(ra.jsonPath)
+		} else {
+			err = WriteReportsJSON(ra.jsonPath, reps)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "gatewaybench: write %s: %v\n", ra.jsonPath, err)
+			return ExitNotStarted
+		}
+	}
+	if reps[len(reps)-1].Interrupted {
+		return ExitInterrupted
+	}
+	return ExitOK
+}
+
+// runOnce makes one run of cfg; with --spawn, on nodes started for it (and
+// stopped after it) with a merchant of their own. beforeLoad is called
+// when all is ready, just before the load starts.
+func runOnce(ctx context.Context, ra runArgs, cfg Config, log io.Writer, beforeLoad func() error) (*Report, error) {
+	if ra.spawn != 0 {
+		cluster, err := spawnForRun(ctx, ra, log)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := cluster.Close(); err != nil {
+				fmt.Fprintf(log, "gatewaybench: cleaning up %s: %v\n", cluster.Dir, err)
+			}
+		}()
+		m, err := cluster.CreateMerchant(ctx, "bench")
+		if err != nil {
+			return nil, err
 		}
 		cfg.Targets = cluster.Targets()
 		if ra.leaderOnly {
 			leader, err := cluster.LeaderTarget(ctx)
 			if err != nil {
-				fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
-				return ExitNotStarted
+				return nil, err
 			}
 			cfg.Targets = []string{leader}
 		}
@@ -257,56 +334,17 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.MerchantKey, cfg.MerchantSecret = m.API.PublicKey, m.API.SecretKey
 		cfg.WebhookKey, cfg.WebhookSecret = m.Webhook.PublicKey, m.Webhook.SecretKey
 	}
-	if ra.cpuProfile != "" {
-		stop, err := startCPUProfile(ra.cpuProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
-			return ExitNotStarted
-		}
-		defer stop()
+	if err := beforeLoad(); err != nil {
+		return nil, err
 	}
-	rep, err := Run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
-		return ExitNotStarted
-	}
-	rep.WriteSummary(stdout)
-	if ra.jsonPath != "" {
-		if err := rep.WriteJSON(ra.jsonPath); err != nil {
-			fmt.Fprintf(stderr, "gatewaybench: write %s: %v\n", ra.jsonPath, err)
-			return ExitNotStarted
-		}
-	}
-	if rep.Interrupted {
-		return ExitInterrupted
-	}
-	return ExitOK
+	return Run(ctx, cfg)
 }
 
-// spawnForRun finds or builds gatewayd and starts the cluster. cleanup stops
-// the cluster and removes the build directory; it is always safe to call.
-func spawnForRun(ctx context.Context, ra runArgs, log io.Writer) (*Cluster, func(), error) {
-	var cleanups []func()
-	cleanup := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}
-	bin := ra.gatewayd
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "gatewaybench-build-")
-		if err != nil {
-			return nil, cleanup, err
-		}
-		cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
-		fmt.Fprintln(log, "building gatewayd (go build ./cmd/gatewayd) ...")
-		if bin, err = BuildGatewayd(ctx, dir); err != nil {
-			return nil, cleanup, err
-		}
-	}
+// spawnForRun starts the cluster from ra.gatewayd (already built).
+func spawnForRun(ctx context.Context, ra runArgs, log io.Writer) (*Cluster, error) {
 	start := time.Now()
 	cluster, err := Spawn(ctx, SpawnOptions{
-		Binary:          bin,
+		Binary:          ra.gatewayd,
 		Nodes:           ra.spawn,
 		SettleDelayUnit: ra.settleDelayUnit,
 		ReadyTimeout:    ra.readyTimeout,
@@ -314,15 +352,10 @@ func spawnForRun(ctx context.Context, ra runArgs, log io.Writer) (*Cluster, func
 		Log:             log,
 	})
 	if err != nil {
-		return nil, cleanup, err
+		return nil, err
 	}
-	cleanups = append(cleanups, func() {
-		if err := cluster.Close(); err != nil {
-			fmt.Fprintf(log, "gatewaybench: cleaning up %s: %v\n", cluster.Dir, err)
-		}
-	})
 	fmt.Fprintf(log, "spawned %d node(s) in %s\n", ra.spawn, time.Since(start).Round(time.Millisecond))
-	return cluster, cleanup, nil
+	return cluster, nil
 }
 
 func mainCompare(args []string, stdout, stderr io.Writer) int {

@@ -26,6 +26,7 @@ func TestMainUsageErrors(t *testing.T) {
 		{"run", "--target", "http://127.0.0.1:1", "--node-pids", "-4"},
 		{"run", "--spawn", "1", "--node-pids", "12"},
 		{"run", "--spawn", "1", "--leader-only"},
+		{"run", "--target", "http://127.0.0.1:1", "--runs", "0"},
 		{"run", "--target", "http://127.0.0.1:1", "--leader-only"},
 		{"run", "--target", "http://127.0.0.1:1", "--gatewayd-flag", "--log-level=warn"},
 		{"run", "--target", "http://10.1.2.3:80", "--workload", "ceiling"},
@@ -229,5 +230,24 @@ func TestCompareSingleRunsByOpName(t *testing.T) {
 	}
 	if rows, _ := Compare(a, []Report{report("status", map[string]OpReport{"status": {Count: 1}})}); len(rows) != 0 {
 		t.Errorf("unrelated runs paired: %+v", rows)
+	}
+}
+
+// TestCompareRunsByMedian: several runs of a workload on a side (--runs)
+// are compared by their medians, one row per operation.
+func TestCompareRunsByMedian(t *testing.T) {
+	charge := func(rate float64, p99 int64) Report {
+		return report("charge", map[string]OpReport{"charge": {Count: 10, Throughput: rate, P50US: 100, P99US: p99}})
+	}
+	a := []Report{charge(1000, 4000), charge(3000, 1000), charge(2000, 2000)}
+	b := []Report{charge(3000, 1000), charge(5000, 3000)}
+	rows, note := Compare(a, b)
+	if len(rows) != 1 || !strings.Contains(note, "medians") {
+		t.Fatalf("rows %+v note %q", rows, note)
+	}
+	r := rows[0]
+	// A: rate 2000, p99 2000; B: rate 4000, p99 2000 (the mean of the middle two).
+	if r.A.Throughput != 2000 || r.B.Throughput != 4000 || r.Throughput != 2 || r.P99 != 1 || r.A.Count != 30 || r.B.Count != 20 {
+		t.Errorf("row %+v", r)
 	}
 }

@@ -27,7 +27,11 @@ type Ratio struct {
 //     set against A's healthz: the ceiling is the reference of what the same
 //     client and server do with no work at all.
 //
-// The note says which rule applied when it was not the first.
+// Several runs of one workload on a side (run --runs N writes them) are
+// taken together: each figure is their median.
+//
+// The note says which rule applied when it was not the first, and when
+// medians were taken.
 func Compare(a, b []Report) (rows []Ratio, note string) {
 	if len(a) == 1 && len(b) == 1 {
 		ra, rb := a[0], b[0]
@@ -47,21 +51,68 @@ func Compare(a, b []Report) (rows []Ratio, note string) {
 		}
 		return rows, note
 	}
-	index := map[[2]string]OpReport{}
-	for _, r := range a {
-		for op, o := range r.Ops {
-			index[[2]string{r.Workload, op}] = o
+	runsA, _ := runsByOp(a)
+	runsB, order := runsByOp(b)
+	several := false
+	for _, k := range order {
+		as, ok := runsA[k]
+		if !ok {
+			continue
 		}
-	}
-	for _, r := range b {
-		for _, op := range r.sortedOps() {
-			if oa, ok := index[[2]string{r.Workload, op}]; ok {
-				rows = append(rows, ratio(r.Workload, op, op, oa, r.Ops[op]))
-			}
-		}
+		bs := runsB[k]
+		several = several || len(as) > 1 || len(bs) > 1
+		rows = append(rows, ratio(k[0], k[1], k[1], medianOp(as), medianOp(bs)))
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Workload < rows[j].Workload })
-	return rows, ""
+	if several {
+		note = "several runs of a workload on a side: the medians of their figures are compared"
+	}
+	return rows, note
+}
+
+// runsByOp groups every run's figures by workload and operation, keys in
+// the order they first appear.
+func runsByOp(rs []Report) (map[[2]string][]OpReport, [][2]string) {
+	m := map[[2]string][]OpReport{}
+	var order [][2]string
+	for _, r := range rs {
+		for _, op := range r.sortedOps() {
+			k := [2]string{r.Workload, op}
+			if _, ok := m[k]; !ok {
+				order = append(order, k)
+			}
+			m[k] = append(m[k], r.Ops[op])
+		}
+	}
+	return m, order
+}
+
+// medianOp is one operation's figures over several runs: the median of
+// each, the counts summed.
+func medianOp(runs []OpReport) OpReport {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	var out OpReport
+	pick := func(f func(OpReport) float64) float64 {
+		xs := make([]float64, len(runs))
+		for i, o := range runs {
+			xs[i] = f(o)
+		}
+		return median(xs)
+	}
+	for _, o := range runs {
+		out.Count += o.Count
+		out.Errors += o.Errors
+	}
+	out.Throughput = pick(func(o OpReport) float64 { return o.Throughput })
+	out.P50US = int64(pick(func(o OpReport) float64 { return float64(o.P50US) }))
+	out.P90US = int64(pick(func(o OpReport) float64 { return float64(o.P90US) }))
+	out.P99US = int64(pick(func(o OpReport) float64 { return float64(o.P99US) }))
+	out.P999US = int64(pick(func(o OpReport) float64 { return float64(o.P999US) }))
+	out.MaxUS = int64(pick(func(o OpReport) float64 { return float64(o.MaxUS) }))
+	out.MeanUS = pick(func(o OpReport) float64 { return o.MeanUS })
+	return out
 }
 
 func ratio(workload, opA, opB string, a, b OpReport) Ratio {

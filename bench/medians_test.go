@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{7}, 7},
+		{[]float64{30, 10, 20}, 20},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{5, 5, 1}, 5},
+	} {
+		in := append([]float64(nil), tc.in...)
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+		for i := range in {
+			if in[i] != tc.in[i] {
+				t.Fatalf("median reordered its input: %v", tc.in)
+			}
+		}
+	}
+}
+
+func TestWriteMedians(t *testing.T) {
+	run := func(rate float64, p99, nodeUS float64, delivered float64) *Report {
+		return &Report{
+			Ops: map[string]OpReport{"charge": {Throughput: rate, P50US: 1000, P90US: 2000, P99US: int64(p99), P999US: 9000, MaxUS: 12000}},
+			ProcessCPU: []ProcessCPU{{Name: harnessName, USPerRequest: 40},
+				{Name: "node1", USPerRequest: nodeUS}, {Name: "node2", USPerRequest: nodeUS / 2}},
+			Webhooks: &WebhookReport{DeliveredPerSec: delivered},
+		}
+	}
+	var out bytes.Buffer
+	WriteMedians(&out, []*Report{run(5000, 30_000, 200, 4000), run(7000, 20_000, 100, 4500), run(6000, 50_000, 150, 3000)})
+	for _, want := range []string{
+		"median of 3 runs",
+		"nodes 225µs",  // the nodes summed per run (300, 150, 225), then the median
+		"harness 40µs", // every run the same
+		"webhooks arrived in the window (median): 4000.0/s",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("medians lack %q:\n%s", want, out.String())
+		}
+	}
+	// op, ops/s, p50, p90, p99, p99.9, max, then each run's rate
+	want := []string{"charge", "6000.0", "1.00ms", "2.00ms", "30.0ms", "9.00ms", "12.0ms", "5000.0", "/", "7000.0", "/", "6000.0"}
+	var line []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "charge ") {
+			line = strings.Fields(l)
+		}
+	}
+	if strings.Join(line, " ") != strings.Join(want, " ") {
+		t.Errorf("charge line %q, want %q", line, want)
+	}
+}
+
+// --runs 3 runs the workload three times, each on nodes spawned for it,
+// prints the medians and writes the three results as an array.
+func TestMainRunRuns(t *testing.T) {
+	fakeSpawnOptions(t, 1) // sets the fake mode
+	out := filepath.Join(t.TempDir(), "runs.json")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--spawn", "1", "--gatewayd", os.Args[0], "--runs", "3",
+		"--workload", "charge", "--concurrency", "2", "--duration", "300ms", "--json", out}, &stdout, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"run 1 of 3", "run 3 of 3", "median of 3 runs"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	reps, err := LoadReports(out)
+	if err != nil || len(reps) != 3 {
+		t.Fatalf("%d reports, %v", len(reps), err)
+	}
+	targets := map[string]bool{}
+	for _, r := range reps {
+		if r.Ops["charge"].Count == 0 {
+			t.Errorf("a run with no charges: %+v", r.Ops)
+		}
+		targets[r.Target] = true
+	}
+	if len(targets) != 3 {
+		t.Errorf("targets %v: want fresh nodes (new addresses) for every run", targets)
+	}
+	if strings.Count(stderr.String(), "spawned 1 node(s)") != 3 {
+		t.Errorf("want three spawns:\n%s", stderr.String())
+	}
+}
