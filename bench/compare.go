@@ -171,9 +171,7 @@ func cpuLines(a, b []Report) []string {
 				pr = &perRequest{}
 				m[r.Workload] = pr
 			}
-			for _, n := range nodes {
-				pr.nodes += n.USPerRequest
-			}
+			pr.nodes += nodesUSPerRequest(nodes)
 			pr.harness += harness.USPerRequest
 			pr.runs++
 		}

@@ -3,12 +3,8 @@ package bench
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
-
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Several runs of one workload (run --runs N). On a shared machine rates
@@ -60,11 +56,7 @@ func WriteMedians(w io.Writer, reps []*Report) {
 			harness = append(harness, h.USPerRequest)
 		}
 		if len(ns) > 0 {
-			var sum float64
-			for _, n := range ns {
-				sum += n.USPerRequest
-			}
-			nodes = append(nodes, sum)
+			nodes = append(nodes, nodesUSPerRequest(ns))
 		}
 		if r.Webhooks != nil {
 			delivered = append(delivered, r.Webhooks.DeliveredPerSec)
@@ -87,10 +79,4 @@ func WriteMedians(w io.Writer, reps []*Report) {
 
 // WriteReportsJSON writes reports as an indented JSON array, which
 // LoadReports and compare read.
-func WriteReportsJSON(path string, reps []*Report) error {
-	b, err := json.Marshal(reps, json.Deterministic(true), jsontext.WithIndent("  "))
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
+func WriteReportsJSON(path string, reps []*Report) error { return writeJSONFile(path, reps) }

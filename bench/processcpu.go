@@ -143,6 +143,15 @@ func processCPUSummary(ps []ProcessCPU) string {
 	return "CPU per request: " + strings.Join(per, ", ") + "; cores used: " + strings.Join(cores, ", ")
 }
 
+// nodesUSPerRequest is the nodes' CPU per request, summed over the nodes.
+func nodesUSPerRequest(nodes []ProcessCPU) float64 {
+	var sum float64
+	for _, n := range nodes {
+		sum += n.USPerRequest
+	}
+	return sum
+}
+
 // harnessAndNodes splits a report's ProcessCPU into the harness's entry
 // (nil when absent) and the nodes'.
 func harnessAndNodes(ps []ProcessCPU) (harness *ProcessCPU, nodes []ProcessCPU) {

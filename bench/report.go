@@ -155,8 +155,11 @@ func buildErrors(m merged) ErrorReport {
 }
 
 // WriteJSON writes the report, indented, to path.
-func (r *Report) WriteJSON(path string) error {
-	b, err := json.Marshal(r, json.Deterministic(true), jsontext.WithIndent("  "))
+func (r *Report) WriteJSON(path string) error { return writeJSONFile(path, r) }
+
+// writeJSONFile writes v to path as indented JSON with a final newline.
+func writeJSONFile(path string, v any) error {
+	b, err := json.Marshal(v, json.Deterministic(true), jsontext.WithIndent("  "))
 	if err != nil {
 		return err
 	}
