@@ -35,7 +35,8 @@ type Result struct {
 	Outcome order.Outcome
 	// Replayed is the stored first answer of an Idempotency-Key repeat.
 	Replayed *IdemRecord
-	// Notification is set when applying a NotifyUpdate.
+	// Notification is set when applying a NotifyUpdate: the record as it
+	// now stands, without its body (Store.Notification reads it whole).
 	Notification *Notification
 	Err          error
 }

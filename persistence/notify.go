@@ -128,9 +128,16 @@ func (b *Batch) applyNotify(u *NotifyUpdate) Result {
 	return Result{Notification: n}
 }
 
-// Notification returns a notification by id, or nil.
+// Notification returns a notification by id with its body, or nil.
 func (s *Store) Notification(id string) (*Notification, error) {
-	return readNotification(s.db, id)
+	n, err := readNotification(s.db, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := readNotificationBody(s.db, n); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // DueNotifications lists up to limit pending notifications due at or before
@@ -203,5 +210,13 @@ func (s *Store) Notifications(merchant, orderID string, limit int) ([]*Notificat
 	if err == nil {
 		err = derr
 	}
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range out {
+		if err := readNotificationBody(s.db, n); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

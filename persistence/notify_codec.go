@@ -13,25 +13,43 @@ import (
 
 // Notification records are stored in binary (package wire), every field in
 // declaration order after a version byte. Each delivery result rewrites the
-// record, body included: as JSON that was a reflection walk and a base64
-// round trip of the body per result. Records written before are JSON (they
-// start with '{') and still read; they are rewritten in binary at their
-// next change.
+// record, so the body, most of a notification's bytes and the same for its
+// whole life, is stored apart under b/ and written once (format 2); the
+// record is then a few dozen bytes. A stored body is never read on the
+// write path: applyNotify has no use for it.
+//
+// Records written before still read: format 1 holds the body inline, and
+// older ones are JSON (they start with '{'). Either is rewritten as format 2
+// at its next change, its body then moving to b/.
 
-const notificationFormatV1 byte = 1
+const (
+	notificationFormatV1 byte = 1 // body inline
+	notificationFormatV2 byte = 2 // body under b/
+)
 
 // attemptBytesMin is the smallest encoded AttemptRecord (four one-byte
 // fields): a count the remaining input cannot hold is refused unallocated.
 const attemptBytesMin = 4
 
+func notifyBodyKey(id string) []byte { return append([]byte(prefixBody), id...) }
+
+// appendNotification encodes n's record, without its body.
 func appendNotification(dst []byte, n *Notification) []byte {
-	dst = append(dst, notificationFormatV1)
+	return appendNotificationFormat(dst, n, notificationFormatV2)
+}
+
+// appendNotificationFormat encodes n's record in format 2, or in format 1
+// (body inline) for the tests that check older records still read.
+func appendNotificationFormat(dst []byte, n *Notification, format byte) []byte {
+	dst = append(dst, format)
 	dst = wire.AppendString(dst, n.ID)
 	dst = wire.AppendString(dst, n.Merchant)
 	dst = wire.AppendString(dst, n.OrderID)
 	dst = wire.AppendString(dst, string(n.OrderStatus))
 	dst = wire.AppendString(dst, n.URL)
-	dst = wire.AppendBytes(dst, n.Body)
+	if format == notificationFormatV1 {
+		dst = wire.AppendBytes(dst, n.Body)
+	}
 	dst = binary.AppendVarint(dst, n.CreatedAt)
 	dst = wire.AppendString(dst, string(n.State))
 	dst = binary.AppendVarint(dst, n.FirstAttemptAt)
@@ -47,8 +65,9 @@ func appendNotification(dst []byte, n *Notification) []byte {
 	return dst
 }
 
-// decodeNotification decodes a stored record, binary or legacy JSON. v is
-// not retained.
+// decodeNotification decodes a stored record: format 2, or an older one
+// with its body inline. The body of a format 2 record is left nil
+// (readNotificationBody). v is not retained.
 func decodeNotification(v []byte) (*Notification, error) {
 	if len(v) > 0 && v[0] == '{' {
 		var n Notification
@@ -57,14 +76,20 @@ func decodeNotification(v []byte) (*Notification, error) {
 		}
 		return &n, nil
 	}
-	d := wire.NewDecoder(v, notificationFormatV1, "notification")
+	format := notificationFormatV2
+	if len(v) > 0 && v[0] == notificationFormatV1 {
+		format = notificationFormatV1
+	}
+	d := wire.NewDecoder(v, format, "notification")
 	n := &Notification{}
 	n.ID = d.Str()
 	n.Merchant = d.Str()
 	n.OrderID = d.Str()
 	n.OrderStatus = order.Status(d.Str())
 	n.URL = d.Str()
-	n.Body = d.Bytes()
+	if format == notificationFormatV1 {
+		n.Body = d.Bytes()
+	}
 	n.CreatedAt = d.Varint()
 	n.State = NotifyState(d.Str())
 	n.FirstAttemptAt = d.Varint()
@@ -85,13 +110,32 @@ func decodeNotification(v []byte) (*Notification, error) {
 	return n, nil
 }
 
-// readNotification reads a notification by id through r, or nil.
+// readNotification reads a notification's record by id through r, or nil.
+// Its Body is set only for a record of an older format, which holds it.
 func readNotification(r reader, id string) (*Notification, error) {
 	return readDecoded(r, notifyKey(id), decodeNotification)
 }
 
-// putNotification writes n's record in this batch.
+// readNotificationBody sets n.Body from b/ when its record did not hold it.
+func readNotificationBody(r reader, n *Notification) error {
+	if n == nil || n.Body != nil {
+		return nil
+	}
+	body, err := get(r, notifyBodyKey(n.ID))
+	if err != nil {
+		return fmt.Errorf("read body of notification %s: %w", n.ID, err)
+	}
+	n.Body = body
+	return nil
+}
+
+// putNotification writes n's record in this batch, and its body when n
+// carries one: a new notification, or an older record whose body moves to
+// b/ as it is rewritten. An update read without its body leaves b/ as it is.
 func (b *Batch) putNotification(n *Notification) {
 	b.encBuf = appendNotification(b.encBuf[:0], n)
 	b.set(notifyKey(n.ID), bytes.Clone(b.encBuf))
+	if n.Body != nil {
+		b.set(notifyBodyKey(n.ID), n.Body)
+	}
 }

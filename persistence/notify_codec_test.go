@@ -40,20 +40,12 @@ func TestNotificationCodec(t *testing.T) {
 		}
 	}
 	for _, n := range []*Notification{{}, sampleNotification(0), sampleNotification(1), sampleNotification(attemptsMax)} {
-		b := appendNotification([]byte("prefix"), n)[len("prefix"):]
-		got, err := decodeNotification(b)
-		if err != nil || !reflect.DeepEqual(got, n) {
-			t.Fatalf("round trip: %v\n got %+v\nwant %+v", err, got, n)
-		}
-		if !bytes.Equal(appendNotification(nil, got), b) {
-			t.Fatal("encoding is not canonical")
-		}
-		for i := range b {
-			b[i] = 0xff
-		}
-		if !reflect.DeepEqual(got, n) {
-			t.Fatal("decoded notification aliases the input")
-		}
+		// Format 2, as records are written now: the body is stored apart.
+		record := *n
+		record.Body = nil
+		checkNotificationRoundTrip(t, appendNotification([]byte("prefix"), n)[len("prefix"):], &record)
+		// Format 1, as an older version wrote records: the body inline.
+		checkNotificationRoundTrip(t, appendNotificationFormat([]byte("prefix"), n, notificationFormatV1)[len("prefix"):], n)
 
 		if n.ID == "" {
 			continue // JSON decodes the zero record's empty body as [], not nil
@@ -68,25 +60,51 @@ func TestNotificationCodec(t *testing.T) {
 		}
 	}
 
-	valid := appendNotification(nil, sampleNotification(3))
-	for i := range len(valid) {
-		if _, err := decodeNotification(valid[:i]); err == nil {
-			t.Fatalf("truncated to %d of %d bytes: no error", i, len(valid))
+	for _, valid := range [][]byte{
+		appendNotification(nil, sampleNotification(3)),
+		appendNotificationFormat(nil, sampleNotification(3), notificationFormatV1),
+	} {
+		for i := range len(valid) {
+			if _, err := decodeNotification(valid[:i]); err == nil {
+				t.Fatalf("format %d truncated to %d of %d bytes: no error", valid[0], i, len(valid))
+			}
+		}
+		if _, err := decodeNotification(append(valid, 0)); err == nil {
+			t.Fatalf("format %d, trailing byte: no error", valid[0])
+		}
+		bad := bytes.Clone(valid)
+		bad[0] = 9
+		if _, err := decodeNotification(bad); err == nil {
+			t.Fatal("unknown version: no error")
 		}
 	}
-	if _, err := decodeNotification(append(valid, 0)); err == nil {
-		t.Fatal("trailing byte: no error")
+}
+
+// checkNotificationRoundTrip decodes b, wants want, and checks that the
+// encoding is canonical and that the result does not alias b.
+func checkNotificationRoundTrip(t *testing.T, b []byte, want *Notification) {
+	t.Helper()
+	got, err := decodeNotification(b)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("format %d round trip: %v\n got %+v\nwant %+v", b[0], err, got, want)
 	}
-	bad := bytes.Clone(valid)
-	bad[0] = 9
-	if _, err := decodeNotification(bad); err == nil {
-		t.Fatal("unknown version: no error")
+	if again := appendNotificationFormat(nil, got, b[0]); !bytes.Equal(again, b) {
+		t.Fatalf("format %d: encoding is not canonical", b[0])
+	}
+	for i := range b {
+		b[i] = 0xff
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("decoded notification aliases the input")
 	}
 }
 
 // A notification written with its status change (the authorisation), then a failed attempt and
-// a delivery, reads back as it stands after each, from Pebble; a legacy
-// JSON record takes an update and is rewritten in binary.
+// a delivery, reads back as it stands after each, from Pebble, with its
+// body; the body is written once, apart from the record every attempt
+// rewrites. Records of older formats (JSON, and binary with the body
+// inline) take an update and are rewritten in the current one, their body
+// moving out.
 func TestNotificationLifecycle(t *testing.T) {
 	ts := newTestStore(t)
 	create, outcome := chargeCmds("o-1", 1e9)
@@ -100,6 +118,9 @@ func TestNotificationLifecycle(t *testing.T) {
 		t.Fatalf("notifications created: %d", len(b.Created))
 	}
 	n := b.Created[0]
+	if len(n.Body) == 0 {
+		t.Fatal("a new notification has no body")
+	}
 	if err := b.Commit(2); err != nil {
 		t.Fatal(err)
 	}
@@ -108,49 +129,94 @@ func TestNotificationLifecycle(t *testing.T) {
 	if got, err := ts.Notification(n.ID); err != nil || !reflect.DeepEqual(got, n) {
 		t.Fatalf("after create: %v\n got %+v\nwant %+v", err, got, n)
 	}
-	if due, _ := ts.DueNotifications(n.NextDueAt, 10, nil); len(due) != 1 || due[0].ID != n.ID {
+	if due, _ := ts.DueNotifications(n.NextDueAt, 10, nil); len(due) != 1 || due[0].ID != n.ID || !bytes.Equal(due[0].Body, n.Body) {
 		t.Fatalf("due after create: %+v", due)
+	}
+	if rec := storedValue(t, ts, notifyKey(n.ID)); rec[0] != notificationFormatV2 || bytes.Contains(rec, n.Body) {
+		t.Fatalf("record after create: format %d, %d bytes, holds the body: %t", rec[0], len(rec), bytes.Contains(rec, n.Body))
 	}
 
 	failed := AttemptRecord{At: 10, HTTPCode: 503, Error: "http status 503", DurationNs: 7}
-	r := ts.apply(3, &Cmd{Notify: &NotifyUpdate{ID: n.ID, Time: 10, Attempt: &failed, NextDueAt: 5000}})[0]
+	b = ts.NewBatch()
+	r := b.Apply(&Cmd{Notify: &NotifyUpdate{ID: n.ID, Time: 10, Attempt: &failed, NextDueAt: 5000}})
 	if r.Err != nil || r.Notification.State != NotifyPending || r.Notification.NextDueAt != 5000 || len(r.Notification.Attempts) != 1 {
 		t.Fatalf("failed attempt: %+v", r)
 	}
+	if _, rewritten := b.written[string(notifyBodyKey(n.ID))]; rewritten {
+		t.Fatal("an attempt's result rewrote the body")
+	}
+	if err := b.Commit(3); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
 	ts.reopen()
+	want := *r.Notification
+	want.Body = n.Body
 	got, err := ts.Notification(n.ID)
-	if err != nil || !reflect.DeepEqual(got, r.Notification) {
-		t.Fatalf("after failed attempt: %v\n got %+v\nwant %+v", err, got, r.Notification)
+	if err != nil || !reflect.DeepEqual(got, &want) {
+		t.Fatalf("after failed attempt: %v\n got %+v\nwant %+v", err, got, &want)
 	}
 	if due, _ := ts.DueNotifications(4999, 10, nil); len(due) != 0 {
 		t.Fatalf("due before the retry time: %+v", due)
 	}
+	if due, _ := ts.DueNotifications(5000, 10, nil); len(due) != 1 || !bytes.Equal(due[0].Body, n.Body) {
+		t.Fatalf("due at the retry time, with its body: %+v", due)
+	}
 
-	// The same record as JSON, as an older version wrote it.
-	legacy, err := json.Marshal(got, json.Deterministic(true))
-	if err != nil {
-		t.Fatal(err)
+	// The same record as older versions wrote it, the body inline: JSON,
+	// then binary format 1. Each takes an update.
+	for i := range 2 {
+		legacy := appendNotificationFormat(nil, &want, notificationFormatV1)
+		if i == 0 {
+			if legacy, err = json.Marshal(&want, json.Deterministic(true)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ts.db.Set(notifyKey(n.ID), legacy, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ts.db.Delete(notifyBodyKey(n.ID), nil); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ts.Notification(n.ID); err != nil || !reflect.DeepEqual(got, &want) {
+			t.Fatalf("legacy record %d: %v\n got %+v\nwant %+v", i, err, got, &want)
+		}
+		redeliver := &NotifyUpdate{ID: n.ID, Time: 4000 + int64(i), Redeliver: true}
+		r = ts.apply(4+uint64(i), &Cmd{Notify: redeliver})[0]
+		if r.Err != nil || r.Notification.State != NotifyPending {
+			t.Fatalf("legacy record %d, redelivery: %+v", i, r)
+		}
+		if rec := storedValue(t, ts, notifyKey(n.ID)); rec[0] != notificationFormatV2 {
+			t.Fatalf("legacy record %d after an update starts with %q, want format 2", i, rec[0])
+		}
+		if body := storedValue(t, ts, notifyBodyKey(n.ID)); !bytes.Equal(body, n.Body) {
+			t.Fatalf("legacy record %d: body under b/ after an update: %q", i, body)
+		}
+		want = *r.Notification
+		want.Body = n.Body
 	}
-	if err := ts.db.Set(notifyKey(n.ID), legacy, nil); err != nil {
-		t.Fatal(err)
-	}
+
 	ok := AttemptRecord{At: 5000, HTTPCode: 200, DurationNs: 9}
-	r = ts.apply(4, &Cmd{Notify: &NotifyUpdate{ID: n.ID, Time: 5000, Attempt: &ok, Delivered: true}})[0]
+	r = ts.apply(6, &Cmd{Notify: &NotifyUpdate{ID: n.ID, Time: 5000, Attempt: &ok, Delivered: true}})[0]
 	if r.Err != nil || r.Notification.State != NotifyDelivered || len(r.Notification.Attempts) != 2 {
 		t.Fatalf("delivery: %+v", r)
 	}
-	v, closer, err := ts.db.Get(notifyKey(n.ID))
-	if err != nil {
-		t.Fatal(err)
+	want = *r.Notification
+	want.Body = n.Body
+	if got, err := ts.Notification(n.ID); err != nil || !reflect.DeepEqual(got, &want) {
+		t.Fatalf("after delivery: %v\n got %+v\nwant %+v", err, got, &want)
 	}
-	if v[0] != notificationFormatV1 {
-		t.Fatalf("record after an update starts with %q, want the binary version byte", v[0])
-	}
-	closer.Close()
-	if got, err := ts.Notification(n.ID); err != nil || !reflect.DeepEqual(got, r.Notification) {
-		t.Fatalf("after delivery: %v\n got %+v\nwant %+v", err, got, r.Notification)
-	}
-	if list, err := ts.Notifications("m_bench", "o-1", 10); err != nil || len(list) != 1 || list[0].State != NotifyDelivered {
+	if list, err := ts.Notifications("m_bench", "o-1", 10); err != nil || len(list) != 1 || list[0].State != NotifyDelivered || !bytes.Equal(list[0].Body, n.Body) {
 		t.Fatalf("listing: %v %+v", err, list)
 	}
+}
+
+// storedValue reads key straight from Pebble; the key must exist.
+func storedValue(t *testing.T, ts *testStore, key []byte) []byte {
+	t.Helper()
+	v, err := get(ts.db, key)
+	if err != nil || v == nil {
+		t.Fatalf("%q: %v (absent: %t)", key, err, v == nil)
+	}
+	return v
 }

@@ -31,7 +31,8 @@ const (
 	prefixIdem     = "k/" // k/<merchant>\x00<idempotency key> → IdemRecord JSON
 	prefixSettle   = "s/" // s/<due ns BE><merchant>\x00<order_id> → "" (auto-settle schedule)
 	prefixPending  = "p/" // p/<merchant>\x00<order_id> → "" (authorisation due at the acquirer, as of the last checkpoint: pending.go)
-	prefixNotify   = "w/" // w/<notification id> → Notification (notify_codec.go)
+	prefixNotify   = "w/" // w/<notification id> → Notification without its body (notify_codec.go)
+	prefixBody     = "b/" // b/<notification id> → the notification's body, written once
 	prefixDue      = "q/" // q/<due ns BE><notification id> → "" (webhook queue)
 	prefixReplay   = "r/" // r/<wallet replay key> → <merchant>\x00<order_id> (wallet token used)
 )
