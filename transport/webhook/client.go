@@ -2,19 +2,21 @@ package webhook
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
 	"net"
 	"net/url"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/transport/signature"
@@ -456,18 +458,63 @@ func readHeader(h *fasthttp.ResponseHeader, br *bufio.Reader) error {
 }
 
 // statusOK reports whether body is a JSON object whose "status" member (that
-// exact name) is the string "ok".
+// exact name; the last one, if it is repeated) is the string "ok". It reads
+// the body as a stream of tokens, with no map or value built for members it
+// skips, and accepts what a full decode into a map would: invalid UTF-8 in
+// a string, repeated names. Anything after the object but white space fails.
 func statusOK(body []byte) bool {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+	sd := statusDecoders.Get().(*statusDecoder)
+	defer func() {
+		sd.r.Reset(nil) // keep no hold on body
+		statusDecoders.Put(sd)
+	}()
+	sd.r.Reset(body)
+	d := &sd.d
+	d.Reset(&sd.r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return false
 	}
-	raw, ok := m["status"]
-	if !ok {
+	ok := false
+	for d.PeekKind() == '"' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return false
+		}
+		if name.String() != "status" {
+			if d.SkipValue() != nil {
+				return false
+			}
+			continue
+		}
+		v, err := d.ReadValue()
+		if err != nil {
+			return false
+		}
+		ok = v.Kind() == '"' && isOKString(v)
+	}
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '}' {
 		return false
 	}
-	var s string
-	return json.Unmarshal(raw, &s) == nil && s == "ok"
+	_, err := d.ReadToken()
+	return ok && err == io.EOF
+}
+
+// statusDecoder is a reusable decoder for statusOK: a new one costs more
+// than the reading.
+type statusDecoder struct {
+	r bytes.Reader
+	d jsontext.Decoder
+}
+
+var statusDecoders = sync.Pool{New: func() any { return new(statusDecoder) }}
+
+// isOKString reports whether v, a JSON string, is "ok", escapes decoded.
+func isOKString(v jsontext.Value) bool {
+	if string(v) == `"ok"` {
+		return true
+	}
+	s, err := jsontext.AppendUnquote(nil, v)
+	return err == nil && string(s) == "ok"
 }
 
 // classify maps the error that ended an attempt to a stable, body-free
