@@ -117,13 +117,18 @@ func readNotification(r reader, id string) (*Notification, error) {
 }
 
 // readNotificationBody sets n.Body from b/ when its record did not hold it.
+// A missing body is an error: sending anything else than the body recorded
+// with the status change would be a wrong notification, not a late one.
 func readNotificationBody(r reader, n *Notification) error {
 	if n == nil || n.Body != nil {
 		return nil
 	}
 	body, err := get(r, notifyBodyKey(n.ID))
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("read body of notification %s: %w", n.ID, err)
+	case body == nil:
+		return fmt.Errorf("notification %s: its body is missing from the store", n.ID)
 	}
 	n.Body = body
 	return nil

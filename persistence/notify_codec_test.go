@@ -209,6 +209,18 @@ func TestNotificationLifecycle(t *testing.T) {
 	if list, err := ts.Notifications("m_bench", "o-1", 10); err != nil || len(list) != 1 || list[0].State != NotifyDelivered || !bytes.Equal(list[0].Body, n.Body) {
 		t.Fatalf("listing: %v %+v", err, list)
 	}
+
+	// A record whose body is gone is an error, never a notification sent
+	// with an empty body.
+	if err := ts.db.Delete(notifyBodyKey(n.ID), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ts.Notification(n.ID); err == nil {
+		t.Fatalf("body missing: no error, got %+v", got)
+	}
+	if list, err := ts.Notifications("m_bench", "o-1", 10); err == nil {
+		t.Fatalf("body missing, listing: no error, got %+v", list)
+	}
 }
 
 // storedValue reads key straight from Pebble; the key must exist.
