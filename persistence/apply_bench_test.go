@@ -38,6 +38,19 @@ func chargeCmds(id string, at int64) (create, outcome *Cmd) {
 // batches shaped like the proposer's entries under load (11 new orders'
 // acceptances with the previous 11 orders' outcomes). ns/op is per charge.
 func BenchmarkApplyCharges(b *testing.B) {
+	benchmarkApply(b, false)
+}
+
+// BenchmarkApplyNotifications is BenchmarkApplyCharges with a callback URL
+// on every order: each approval writes a notification, and the next batch
+// carries its delivery result, as the dispatcher proposes it. ns/op is per
+// charge with its notification; stored-B/op counts the bytes the batches
+// hand Pebble for it (the notification's body should be among them once).
+func BenchmarkApplyNotifications(b *testing.B) {
+	benchmarkApply(b, true)
+}
+
+func benchmarkApply(b *testing.B, notify bool) {
 	const perBatch, prefill = 11, 50_000
 	s, err := Open(b.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -46,6 +59,7 @@ func BenchmarkApplyCharges(b *testing.B) {
 	defer s.Close()
 	var idx uint64
 	var pending []*Cmd
+	var stored int
 	run := func(n int, prefix string) {
 		for i := 0; i < n; i += perBatch {
 			batch := s.NewBatch()
@@ -53,14 +67,23 @@ func BenchmarkApplyCharges(b *testing.B) {
 				batch.Apply(c)
 			}
 			pending = pending[:0]
+			for _, n := range batch.Created {
+				at := int64(idx+1) * 1e6
+				pending = append(pending, &Cmd{Notify: &NotifyUpdate{ID: n.ID, Time: at, Delivered: true,
+					Attempt: &AttemptRecord{At: at, HTTPCode: 200, DurationNs: 1e6}}})
+			}
 			for j := i; j < min(i+perBatch, n); j++ {
 				create, outcome := chargeCmds(prefix+strconv.Itoa(j), int64(idx+1)*1e6)
+				if notify {
+					create.Order.Create.CallbackURL = "https://merchant.example/hook"
+				}
 				if r := batch.Apply(create); !r.Outcome.Created {
 					b.Fatalf("create %d: %+v", j, r.Outcome)
 				}
 				pending = append(pending, outcome)
 			}
 			idx++
+			stored += batch.b.Len()
 			if err := batch.Commit(idx); err != nil {
 				b.Fatal(err)
 			}
@@ -70,5 +93,7 @@ func BenchmarkApplyCharges(b *testing.B) {
 	run(prefill, "pre-")
 	b.ReportAllocs()
 	b.ResetTimer()
+	stored = 0
 	run(b.N, "run-")
+	b.ReportMetric(float64(stored)/float64(b.N), "stored-B/op")
 }
