@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -223,7 +224,18 @@ func TestWebhookFailsThenRedeliver(t *testing.T) {
 		t.Fatalf("redeliver: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	rcv.waitCalls(4, 5*time.Second)
+	calls := rcv.waitCalls(4, 5*time.Second)
+	// Retries and the redelivery read the body back from the store: each
+	// is the first attempt's body, byte for byte, signed.
+	for i, c := range calls {
+		if !bytes.Equal(c.body, calls[0].body) || !signature.Verify(m.WebhookPK, m.WebhookSK, c.body, []byte(c.signature)) {
+			t.Fatalf("attempt %d: body %q (signature ok: %t), the first attempt's: %q", i+1, c.body,
+				signature.Verify(m.WebhookPK, m.WebhookSK, c.body, []byte(c.signature)), calls[0].body)
+		}
+	}
+	if !strings.Contains(string(calls[0].body), `"order_id":"`+id+`"`) {
+		t.Fatalf("notification body: %s", calls[0].body)
+	}
 	deadline = time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if d = listDeliveries(t, n, m.ID, id); d[0]["state"] == "delivered" {
