@@ -165,12 +165,19 @@ func TestNotificationLifecycle(t *testing.T) {
 
 	// The same record as older versions wrote it, the body inline: JSON,
 	// then binary format 1. Each takes an update.
-	for i := range 2 {
-		legacy := appendNotificationFormat(nil, &want, notificationFormatV1)
-		if i == 0 {
-			if legacy, err = json.Marshal(&want, json.Deterministic(true)); err != nil {
-				t.Fatal(err)
-			}
+	legacyFormats := []struct {
+		name   string
+		encode func(*Notification) ([]byte, error)
+	}{
+		{"JSON", func(n *Notification) ([]byte, error) { return json.Marshal(n, json.Deterministic(true)) }},
+		{"format 1", func(n *Notification) ([]byte, error) {
+			return appendNotificationFormat(nil, n, notificationFormatV1), nil
+		}},
+	}
+	for i, format := range legacyFormats {
+		legacy, err := format.encode(&want)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := ts.db.Set(notifyKey(n.ID), legacy, nil); err != nil {
 			t.Fatal(err)
@@ -179,18 +186,18 @@ func TestNotificationLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, err := ts.Notification(n.ID); err != nil || !reflect.DeepEqual(got, &want) {
-			t.Fatalf("legacy record %d: %v\n got %+v\nwant %+v", i, err, got, &want)
+			t.Fatalf("%s record: %v\n got %+v\nwant %+v", format.name, err, got, &want)
 		}
 		redeliver := &NotifyUpdate{ID: n.ID, Time: 4000 + int64(i), Redeliver: true}
 		r = ts.apply(4+uint64(i), &Cmd{Notify: redeliver})[0]
 		if r.Err != nil || r.Notification.State != NotifyPending {
-			t.Fatalf("legacy record %d, redelivery: %+v", i, r)
+			t.Fatalf("%s record, redelivery: %+v", format.name, r)
 		}
 		if rec := storedValue(t, ts, notifyKey(n.ID)); rec[0] != notificationFormatV2 {
-			t.Fatalf("legacy record %d after an update starts with %q, want format 2", i, rec[0])
+			t.Fatalf("%s record after an update starts with %q, want format 2", format.name, rec[0])
 		}
 		if body := storedValue(t, ts, notifyBodyKey(n.ID)); !bytes.Equal(body, n.Body) {
-			t.Fatalf("legacy record %d: body under b/ after an update: %q", i, body)
+			t.Fatalf("%s record: body under b/ after an update: %q", format.name, body)
 		}
 		want = *r.Notification
 		want.Body = n.Body
