@@ -74,6 +74,7 @@ type Store struct {
 	pending pendingAuths
 	loading sync.WaitGroup
 	closing atomic.Bool
+	metrics storeMetrics // metrics.go
 	logger  *slog.Logger
 }
 
@@ -106,6 +107,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("load pending authorisations: %w", err)
 	}
 	s.loadKnownOrders()
+	s.registerMetrics()
 	return s, nil
 }
 
@@ -145,6 +147,7 @@ func (s *Store) Close() error {
 func (s *Store) closeDB() error {
 	s.closing.Store(true)
 	s.loading.Wait()
+	s.unregisterMetrics()
 	return s.db.Close()
 }
 
@@ -213,8 +216,10 @@ func timedKey(prefix string, due int64, rest []byte) []byte {
 func (s *Store) GetOrder(merchant, id string) (*order.Order, error) {
 	key := orderKey(merchant, id)
 	if o := s.orders.get(key); o != nil {
+		s.metrics.fromCache.Inc()
 		return o, nil
 	}
+	s.metrics.fromPebble.Inc()
 	return readOrder(s.db, key)
 }
 
@@ -262,14 +267,17 @@ func (s *Store) OrderStatusJSON(merchant, id string) ([]byte, error) {
 	key := orderKey(merchant, id)
 	if e := s.orders.entry(key); e != nil {
 		if v := e.statusJSON.Load(); v != nil {
+			s.metrics.fromCache.Inc()
 			return *v, nil
 		}
 		if o := e.order(); o != nil {
+			s.metrics.fromCache.Inc()
 			v := render(o)
 			e.statusJSON.Store(&v)
 			return v, nil
 		}
 	}
+	s.metrics.fromPebble.Inc()
 	o, err := readOrder(s.db, key)
 	if o == nil || err != nil {
 		return nil, err
