@@ -50,6 +50,14 @@ func TestWorkloadsAgainstRealGatewayd(t *testing.T) {
 				t.Fatalf("errors against the real node: %+v\n%s", r.Errors, stdout.String())
 			}
 			checkNodeCPU(t, r, "node1")
+			if r.Nodes == nil {
+				t.Fatalf("no node counters from the node's /metrics:\n%s", stdout.String())
+			}
+			// The pool's orders were just written: a fresh node serves their
+			// status from its order cache, none from Pebble.
+			if w == bench.WorkloadStatus && (r.Nodes.OrderReadsFromCache == 0 || r.Nodes.OrderReadsFromPebble != 0) {
+				t.Fatalf("status reads on a fresh node: %+v\n%s", *r.Nodes, stdout.String())
+			}
 			if w == bench.WorkloadWebhooks && (r.Webhooks == nil || r.Webhooks.Delivered == 0 || r.Webhooks.Duplicates != 0) {
 				t.Fatalf("webhooks: %+v", r.Webhooks)
 			}

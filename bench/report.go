@@ -30,11 +30,14 @@ type Report struct {
 	HostCPU     *HostCPU  `json:"host_cpu,omitzero"` // Linux only
 	// ProcessCPU is the harness's CPU and that of the nodes it was told
 	// of (Config.Nodes), Linux only.
-	ProcessCPU []ProcessCPU        `json:"process_cpu,omitzero"`
-	Ops        map[string]OpReport `json:"ops"`
-	Errors     ErrorReport         `json:"errors"`
-	OpenLoop   *OpenLoopReport     `json:"open_loop,omitzero"`
-	Webhooks   *WebhookReport      `json:"webhooks,omitzero"`
+	ProcessCPU []ProcessCPU `json:"process_cpu,omitzero"`
+	// Nodes is what the targets' /metrics counted over the window: where
+	// order reads were served from, Pebble's flushes and compactions.
+	Nodes    *NodeCounters       `json:"node_counters,omitzero"`
+	Ops      map[string]OpReport `json:"ops"`
+	Errors   ErrorReport         `json:"errors"`
+	OpenLoop *OpenLoopReport     `json:"open_loop,omitzero"`
+	Webhooks *WebhookReport      `json:"webhooks,omitzero"`
 	// Timeline is the window second by second, so that a stall shows when
 	// it happened and how long it lasted, not only in the percentiles.
 	Timeline []Second `json:"timeline,omitzero"`
@@ -249,6 +252,9 @@ func (r *Report) WriteSummary(w io.Writer) {
 	}
 	if line := processCPUSummary(r.ProcessCPU); line != "" {
 		fmt.Fprintln(w, line)
+	}
+	if r.Nodes != nil {
+		fmt.Fprintln(w, r.Nodes.summary())
 	}
 	if wh := r.Webhooks; wh != nil {
 		fmt.Fprintf(w, "webhooks: %d/%d delivered, %d undelivered; %d arrived in the window (%.1f/s); %d received in all, %d duplicates, %d unmatched, %d bad signatures\n",

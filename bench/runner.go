@@ -43,9 +43,10 @@ type run struct {
 	poolMade     atomic.Int64
 	measureStart time.Time
 	end          time.Time
-	hostCPU      *HostCPU     // over the window (Linux); set by measure
-	processCPU   []ProcessCPU // the harness and cfg.Nodes over the window (Linux); set by measure
-	timeline     []Second     // by startTimeline, then cutRest
+	hostCPU      *HostCPU      // over the window (Linux); set by measure
+	processCPU   []ProcessCPU  // the harness and cfg.Nodes over the window (Linux); set by measure
+	nodeCounters *NodeCounters // the targets' /metrics over the window, when they have them; set by measure
+	timeline     []Second      // by startTimeline, then cutRest
 
 	// open loop
 	scheduled, sent, dropped, late atomic.Int64
@@ -229,10 +230,14 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 		ok       bool
 		procs    processSample
 		requests int64
+		nodes    NodeCounters
+		nodesOK  bool
 	}
 	sampleCPU := func() cpuSample {
 		t, ok := readCPUTimes()
-		return cpuSample{t: t, ok: ok, procs: sampleProcesses(r.cfg.Nodes), requests: r.completed()}
+		s := cpuSample{t: t, ok: ok, procs: sampleProcesses(r.cfg.Nodes), requests: r.completed()}
+		s.nodes, s.nodesOK = scrapeNodeCounters(r.cfg.Targets) // after the CPU times: it takes a request
+		return s
 	}
 	cpuAtStart := make(chan cpuSample, 1)
 	cpuTimer := time.AfterFunc(r.cfg.Warmup, func() { cpuAtStart <- sampleCPU() })
@@ -252,6 +257,9 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 		}
 		r.processCPU = processCPUBetween(start.procs, end.procs, r.cfg.Nodes,
 			time.Since(r.measureStart).Seconds(), end.requests-start.requests)
+		if start.nodesOK && end.nodesOK {
+			r.nodeCounters = nodeCountersBetween(start.nodes, end.nodes)
+		}
 	default:
 		cpuTimer.Stop()
 	}
@@ -453,6 +461,7 @@ func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool
 		Webhooks:    webhooks,
 		HostCPU:     r.hostCPU,
 		ProcessCPU:  r.processCPU,
+		Nodes:       r.nodeCounters,
 		Timeline:    r.timeline,
 	}
 	if r.cfg.Workload == WorkloadMixed {

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NodeCounters is what the target nodes' /metrics counted over the measured
+// window, summed over the targets. It says what a run measured: status
+// reads served from the order cache (a node that just wrote the orders)
+// cost about half of reads from Pebble (a node after a restart, or a store
+// larger than the cache), and a flush, compaction or write stall in a short
+// window shows in its tail.
+type NodeCounters struct {
+	OrderReadsFromCache  uint64 `json:"order_reads_from_cache"`
+	OrderReadsFromPebble uint64 `json:"order_reads_from_pebble"`
+	BlockCacheHits       uint64 `json:"block_cache_hits"`
+	BlockCacheMisses     uint64 `json:"block_cache_misses"`
+	Flushes              uint64 `json:"flushes"`
+	Compactions          uint64 `json:"compactions"`
+	WriteStalls          uint64 `json:"write_stalls"`
+}
+
+// nodeCounterSeries maps each /metrics series the report uses to its field.
+var nodeCounterSeries = map[string]func(*NodeCounters) *uint64{
+	`gateway_order_reads_total{from="cache"}`:  func(c *NodeCounters) *uint64 { return &c.OrderReadsFromCache },
+	`gateway_order_reads_total{from="pebble"}`: func(c *NodeCounters) *uint64 { return &c.OrderReadsFromPebble },
+	`gateway_pebble_block_cache_hits_total`:    func(c *NodeCounters) *uint64 { return &c.BlockCacheHits },
+	`gateway_pebble_block_cache_misses_total`:  func(c *NodeCounters) *uint64 { return &c.BlockCacheMisses },
+	`gateway_pebble_flushes_total`:             func(c *NodeCounters) *uint64 { return &c.Flushes },
+	`gateway_pebble_compactions_total`:         func(c *NodeCounters) *uint64 { return &c.Compactions },
+	`gateway_pebble_write_stalls_total`:        func(c *NodeCounters) *uint64 { return &c.WriteStalls },
+}
+
+// parseNodeCounters reads the series of nodeCounterSeries from a Prometheus
+// text exposition; ok is false when it has none of them (not a gateway, or
+// one from before these metrics).
+func parseNodeCounters(r io.Reader) (c NodeCounters, ok bool, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "gateway_") {
+			continue
+		}
+		series, value, found := strings.Cut(line, " ")
+		field := nodeCounterSeries[series]
+		if !found || field == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64) // Prometheus text: integers may come as floats
+		if err != nil || v < 0 {
+			return NodeCounters{}, false, fmt.Errorf("%s: bad value %q", series, value)
+		}
+		*field(&c) = uint64(v)
+		ok = true
+	}
+	return c, ok, sc.Err()
+}
+
+// scrapeNodeCounters sums the counters of every target; ok is false when
+// any target could not be read, so a report never shows a partial sum.
+func scrapeNodeCounters(targets []string) (NodeCounters, bool) {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	var sum NodeCounters
+	for _, t := range targets {
+		resp, err := hc.Get(strings.TrimSuffix(t, "/") + "/metrics")
+		if err != nil {
+			return NodeCounters{}, false
+		}
+		c, ok, err := parseNodeCounters(resp.Body)
+		resp.Body.Close()
+		if err != nil || !ok || resp.StatusCode != http.StatusOK {
+			return NodeCounters{}, false
+		}
+		sum = sum.plus(c)
+	}
+	return sum, len(targets) > 0
+}
+
+func (c NodeCounters) plus(o NodeCounters) NodeCounters {
+	return NodeCounters{
+		OrderReadsFromCache:  c.OrderReadsFromCache + o.OrderReadsFromCache,
+		OrderReadsFromPebble: c.OrderReadsFromPebble + o.OrderReadsFromPebble,
+		BlockCacheHits:       c.BlockCacheHits + o.BlockCacheHits,
+		BlockCacheMisses:     c.BlockCacheMisses + o.BlockCacheMisses,
+		Flushes:              c.Flushes + o.Flushes,
+		Compactions:          c.Compactions + o.Compactions,
+		WriteStalls:          c.WriteStalls + o.WriteStalls,
+	}
+}
+
+// nodeCountersBetween is end minus start; nil when a counter went back (a
+// node restarted during the window), as no difference would be right.
+func nodeCountersBetween(start, end NodeCounters) *NodeCounters {
+	sub := func(a, b uint64, ok *bool) uint64 {
+		if b < a {
+			*ok = false
+			return 0
+		}
+		return b - a
+	}
+	ok := true
+	d := &NodeCounters{
+		OrderReadsFromCache:  sub(start.OrderReadsFromCache, end.OrderReadsFromCache, &ok),
+		OrderReadsFromPebble: sub(start.OrderReadsFromPebble, end.OrderReadsFromPebble, &ok),
+		BlockCacheHits:       sub(start.BlockCacheHits, end.BlockCacheHits, &ok),
+		BlockCacheMisses:     sub(start.BlockCacheMisses, end.BlockCacheMisses, &ok),
+		Flushes:              sub(start.Flushes, end.Flushes, &ok),
+		Compactions:          sub(start.Compactions, end.Compactions, &ok),
+		WriteStalls:          sub(start.WriteStalls, end.WriteStalls, &ok),
+	}
+	if !ok {
+		return nil
+	}
+	return d
+}
+
+// summary is the report's line, e.g. "nodes in the window: order reads
+// 131380 from Pebble (100%), 0 from the cache; block cache 0.77 misses per
+// read from Pebble; 0 flushes, 0 compactions, 0 write stalls".
+func (c *NodeCounters) summary() string {
+	var b strings.Builder
+	b.WriteString("nodes in the window: ")
+	if reads := c.OrderReadsFromCache + c.OrderReadsFromPebble; reads > 0 {
+		fmt.Fprintf(&b, "order reads %d from the cache, %d from Pebble (%.0f%%); ",
+			c.OrderReadsFromCache, c.OrderReadsFromPebble, 100*float64(c.OrderReadsFromPebble)/float64(reads))
+		if c.OrderReadsFromPebble > 0 {
+			fmt.Fprintf(&b, "block cache %.2f misses per read from Pebble; ",
+				float64(c.BlockCacheMisses)/float64(c.OrderReadsFromPebble))
+		}
+	}
+	fmt.Fprintf(&b, "Pebble %d flushes, %d compactions, %d write stalls", c.Flushes, c.Compactions, c.WriteStalls)
+	return b.String()
+}

@@ -1,0 +1,65 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseNodeCounters(t *testing.T) {
+	const exposition = `# HELP gateway_pebble_flushes_total
+# TYPE gateway_pebble_flushes_total counter
+gateway_order_reads_total{from="cache"} 120
+gateway_order_reads_total{from="pebble"} 30
+gateway_order_reads_total_extra 99
+gateway_pebble_block_cache_hits_total 4.5e+06
+gateway_pebble_block_cache_misses_total 23
+gateway_pebble_flushes_total 2
+gateway_pebble_compactions_total 3
+gateway_pebble_write_stalls_total 1
+gateway_http_request_duration_seconds_bucket{op="status",code="200",le="0.005"} 7
+go_goroutines 40
+`
+	c, ok, err := parseNodeCounters(strings.NewReader(exposition))
+	want := NodeCounters{OrderReadsFromCache: 120, OrderReadsFromPebble: 30, BlockCacheHits: 4_500_000,
+		BlockCacheMisses: 23, Flushes: 2, Compactions: 3, WriteStalls: 1}
+	if err != nil || !ok || c != want {
+		t.Fatalf("got %+v %v %v, want %+v", c, ok, err, want)
+	}
+
+	for name, text := range map[string]string{
+		"no gateway series (another server)": "go_goroutines 40\n",
+		"empty":                              "",
+	} {
+		if _, ok, err := parseNodeCounters(strings.NewReader(text)); ok || err != nil {
+			t.Errorf("%s: ok %v, err %v", name, ok, err)
+		}
+	}
+	for _, bad := range []string{"gateway_pebble_flushes_total x\n", "gateway_pebble_flushes_total -1\n"} {
+		if _, _, err := parseNodeCounters(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestNodeCountersBetween(t *testing.T) {
+	start := NodeCounters{OrderReadsFromCache: 10, OrderReadsFromPebble: 5, BlockCacheMisses: 7, Flushes: 1}
+	end := NodeCounters{OrderReadsFromCache: 110, OrderReadsFromPebble: 45, BlockCacheMisses: 37, Flushes: 3, Compactions: 1}
+	d := nodeCountersBetween(start, end)
+	want := NodeCounters{OrderReadsFromCache: 100, OrderReadsFromPebble: 40, BlockCacheMisses: 30, Flushes: 2, Compactions: 1}
+	if d == nil || *d != want {
+		t.Fatalf("got %+v, want %+v", d, want)
+	}
+	if got := d.summary(); got != "nodes in the window: order reads 100 from the cache, 40 from Pebble (29%); "+
+		"block cache 0.75 misses per read from Pebble; Pebble 2 flushes, 1 compactions, 0 write stalls" {
+		t.Fatalf("summary: %s", got)
+	}
+	// A node that restarted in the window counts from zero again.
+	restarted := end
+	restarted.Flushes = 0
+	if d := nodeCountersBetween(start, restarted); d != nil {
+		t.Fatalf("a counter that went back gave %+v", *d)
+	}
+	if got := (&NodeCounters{Flushes: 1}).summary(); got != "nodes in the window: Pebble 1 flushes, 0 compactions, 0 write stalls" {
+		t.Fatalf("summary without reads: %s", got)
+	}
+}
