@@ -379,8 +379,10 @@ func mainCompare(args []string, stdout, stderr io.Writer) int {
 	for _, line := range cpuLines(a, b) {
 		fmt.Fprintln(stdout, line)
 	}
-	if s := stealNote(a, b); s != "" {
-		fmt.Fprintln(stdout, s)
+	for _, note := range []string{stealNote(a, b), readsNote(a, b)} {
+		if note != "" {
+			fmt.Fprintln(stdout, note)
+		}
 	}
 	return ExitOK
 }

@@ -138,3 +138,29 @@ func (c *NodeCounters) summary() string {
 	fmt.Fprintf(&b, "Pebble %d flushes, %d compactions, %d write stalls", c.Flushes, c.Compactions, c.WriteStalls)
 	return b.String()
 }
+
+// readsNote says when the two sides of a comparison read their orders from
+// different places (the share served from Pebble differs by a tenth or
+// more): a status run against a node that just wrote its orders, set
+// against one after a restart, compares the caches as much as the builds.
+func readsNote(a, b []Report) string {
+	share := func(rs []Report) (pct float64, known bool) {
+		var cache, pebble uint64
+		for _, r := range rs {
+			if r.Nodes != nil {
+				cache += r.Nodes.OrderReadsFromCache
+				pebble += r.Nodes.OrderReadsFromPebble
+			}
+		}
+		if cache+pebble == 0 {
+			return 0, false
+		}
+		return 100 * float64(pebble) / float64(cache+pebble), true
+	}
+	pa, ka := share(a)
+	pb, kb := share(b)
+	if !ka || !kb || max(pa-pb, pb-pa) < 10 {
+		return ""
+	}
+	return fmt.Sprintf("order reads served from Pebble: %.0f%% in A, %.0f%% in B (the rest from the order cache); ratios also compare the caches", pa, pb)
+}

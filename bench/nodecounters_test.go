@@ -63,3 +63,26 @@ func TestNodeCountersBetween(t *testing.T) {
 		t.Fatalf("summary without reads: %s", got)
 	}
 }
+
+func TestReadsNote(t *testing.T) {
+	with := func(cache, pebble uint64) Report {
+		r := report("status", map[string]OpReport{"status": {Count: 1, Throughput: 1}})
+		r.Nodes = &NodeCounters{OrderReadsFromCache: cache, OrderReadsFromPebble: pebble}
+		return r
+	}
+	unknown := report("status", map[string]OpReport{"status": {Count: 1, Throughput: 1}})
+	for _, tc := range []struct {
+		name string
+		a, b []Report
+		want string
+	}{
+		{"both from the cache", []Report{with(100, 0)}, []Report{with(95, 5)}, ""},
+		{"cache against Pebble", []Report{with(100, 0)}, []Report{with(0, 50), with(0, 50)}, "0% in A, 100% in B"},
+		{"no reads on a side (charge runs)", []Report{with(0, 0)}, []Report{with(0, 100)}, ""},
+		{"A without counters", []Report{unknown}, []Report{with(0, 100)}, ""},
+	} {
+		if got := readsNote(tc.a, tc.b); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
