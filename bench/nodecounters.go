@@ -13,7 +13,7 @@ import (
 // NodeCounters is what the target nodes' /metrics counted over the measured
 // window, summed over the targets. It says what a run measured: status
 // reads served from the order cache (a node that just wrote the orders)
-// cost about half of reads from Pebble (a node after a restart, or a store
+// cost about two thirds of reads from Pebble (a node after a restart, or a store
 // larger than the cache), and a flush, compaction or write stall in a short
 // window shows in its tail.
 type NodeCounters struct {

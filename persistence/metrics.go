@@ -10,7 +10,7 @@ import (
 // storeMetrics puts on /metrics what decides the cost of a read and the
 // work behind the writes: where order reads were served from, Pebble's
 // block cache, and the shape of its LSM. A status read served from the
-// order cache costs about half of one that reads Pebble
+// order cache costs about two thirds of one that reads Pebble
 // (docs/performance.md, "How cost grows with stored orders"); these say
 // which kind a node is serving, and whether compactions keep up.
 //
@@ -19,8 +19,9 @@ import (
 // lock and walks the LSM: cheap once per scrape, not per request).
 type storeMetrics struct {
 	set *metrics.Set
-	// orderReads counts reads of an order outside the FSM (status reads,
-	// order actors loading their state), by where they were served from.
+	// fromCache and fromPebble count reads of an order outside the FSM
+	// (status reads, order actors loading their state) by where they were
+	// served from.
 	fromCache, fromPebble *metrics.Counter
 
 	mu     sync.Mutex // orders the scrape's read of Pebble before Close
