@@ -84,41 +84,23 @@ func scrapeNodeCounters(targets []string) (NodeCounters, bool) {
 }
 
 func (c NodeCounters) plus(o NodeCounters) NodeCounters {
-	return NodeCounters{
-		OrderReadsFromCache:  c.OrderReadsFromCache + o.OrderReadsFromCache,
-		OrderReadsFromPebble: c.OrderReadsFromPebble + o.OrderReadsFromPebble,
-		BlockCacheHits:       c.BlockCacheHits + o.BlockCacheHits,
-		BlockCacheMisses:     c.BlockCacheMisses + o.BlockCacheMisses,
-		Flushes:              c.Flushes + o.Flushes,
-		Compactions:          c.Compactions + o.Compactions,
-		WriteStalls:          c.WriteStalls + o.WriteStalls,
+	for _, field := range nodeCounterSeries {
+		*field(&c) += *field(&o)
 	}
+	return c
 }
 
 // nodeCountersBetween is end minus start; nil when a counter went back (a
 // node restarted during the window), as no difference would be right.
 func nodeCountersBetween(start, end NodeCounters) *NodeCounters {
-	sub := func(a, b uint64, ok *bool) uint64 {
-		if b < a {
-			*ok = false
-			return 0
+	var d NodeCounters
+	for _, field := range nodeCounterSeries {
+		if *field(&end) < *field(&start) {
+			return nil
 		}
-		return b - a
+		*field(&d) = *field(&end) - *field(&start)
 	}
-	ok := true
-	d := &NodeCounters{
-		OrderReadsFromCache:  sub(start.OrderReadsFromCache, end.OrderReadsFromCache, &ok),
-		OrderReadsFromPebble: sub(start.OrderReadsFromPebble, end.OrderReadsFromPebble, &ok),
-		BlockCacheHits:       sub(start.BlockCacheHits, end.BlockCacheHits, &ok),
-		BlockCacheMisses:     sub(start.BlockCacheMisses, end.BlockCacheMisses, &ok),
-		Flushes:              sub(start.Flushes, end.Flushes, &ok),
-		Compactions:          sub(start.Compactions, end.Compactions, &ok),
-		WriteStalls:          sub(start.WriteStalls, end.WriteStalls, &ok),
-	}
-	if !ok {
-		return nil
-	}
-	return d
+	return &d
 }
 
 // summary is the report's line, e.g. "nodes in the window: order reads

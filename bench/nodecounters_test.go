@@ -53,6 +53,11 @@ func TestNodeCountersBetween(t *testing.T) {
 		"block cache 0.75 misses per read from Pebble; Pebble 2 flushes, 1 compactions, 0 write stalls" {
 		t.Fatalf("summary: %s", got)
 	}
+	// Several targets are summed, every counter.
+	sum := NodeCounters{OrderReadsFromCache: 120, OrderReadsFromPebble: 50, BlockCacheMisses: 44, Flushes: 4, Compactions: 1}
+	if got := start.plus(end); got != sum {
+		t.Fatalf("sum %+v, want %+v", got, sum)
+	}
 	// A node that restarted in the window counts from zero again.
 	restarted := end
 	restarted.Flushes = 0
