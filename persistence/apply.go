@@ -65,6 +65,10 @@ type Batch struct {
 	// notifications): each is encoded into it, then copied once at its
 	// exact size, since b.written keeps the value until the batch ends.
 	encBuf []byte
+	// earliestQueued is the earliest due time this batch put in the webhook
+	// queue (when queued), reported to Store.queue once committed.
+	earliestQueued int64
+	queued         bool
 }
 
 // Get reads through the batch: its own writes, then the store.
@@ -161,6 +165,9 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 	}
 	if err := b.b.Commit(pebble.NoSync); err != nil {
 		return err
+	}
+	if b.queued {
+		b.s.queue.lowered(b.earliestQueued)
 	}
 	for k := range b.orders {
 		b.s.orders.put([]byte(k), b.written[k])

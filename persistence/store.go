@@ -72,6 +72,8 @@ type Store struct {
 	known atomic.Pointer[knownOrders]
 	// pending is the set of authorisations due at the acquirer (pending.go).
 	pending pendingAuths
+	// queue is where scans of the webhook queue start (queue_floor.go).
+	queue   queueFloor
 	loading sync.WaitGroup
 	closing atomic.Bool
 	metrics storeMetrics // metrics.go
