@@ -65,10 +65,8 @@ type Batch struct {
 	// notifications): each is encoded into it, then copied once at its
 	// exact size, since b.written keeps the value until the batch ends.
 	encBuf []byte
-	// earliestQueued is the earliest due time this batch put in the webhook
-	// queue (when queued), reported to Store.queue once committed.
-	earliestQueued int64
-	queued         bool
+	// timed is what this batch added to the schedules (timed.go).
+	timed timedAdds
 }
 
 // Get reads through the batch: its own writes, then the store.
@@ -166,9 +164,7 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 	if err := b.b.Commit(pebble.NoSync); err != nil {
 		return err
 	}
-	if b.queued {
-		b.s.queue.lowered(b.earliestQueued)
-	}
+	b.s.reportTimed(&b.timed)
 	for k := range b.orders {
 		b.s.orders.put([]byte(k), b.written[k])
 	}
@@ -230,6 +226,7 @@ func (b *Batch) set(key, value []byte) {
 		value = []byte{}
 	}
 	b.written[string(key)] = value
+	b.timed.noteSet(key)
 }
 
 func (b *Batch) del(key []byte) {

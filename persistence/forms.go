@@ -2,7 +2,6 @@ package persistence
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 
 	"github.com/paygate/gateway/order"
@@ -53,7 +52,7 @@ func (s *Store) ChallengeOrder(challengeID string) (*OrderRef, error) {
 // challenge ended at or before now.
 func (s *Store) DueExpiries(now int64, limit int) ([]OrderRef, error) {
 	var out []OrderRef
-	err := s.scan([]byte(prefixExpiry), timedKey(prefixExpiry, now+1, nil), func(k, _ []byte) bool {
+	err := s.scanTimed(expiryIndex, now+1, func(k []byte) bool {
 		out = append(out, splitRef(k[len(prefixExpiry)+8:]))
 		return len(out) < limit
 	})
@@ -61,14 +60,7 @@ func (s *Store) DueExpiries(now int64, limit int) ([]OrderRef, error) {
 }
 
 // NextExpiry returns the earliest scheduled expiry, or 0.
-func (s *Store) NextExpiry() (int64, error) {
-	var due int64
-	err := s.scan([]byte(prefixExpiry), prefixEnd(prefixExpiry), func(k, _ []byte) bool {
-		due = int64(binary.BigEndian.Uint64(k[len(prefixExpiry):]))
-		return false
-	})
-	return due, err
-}
+func (s *Store) NextExpiry() (int64, error) { return s.firstTimed(expiryIndex) }
 
 // putFormIndexes keeps the form token index, the challenge index and the
 // expiry schedule in step with the order, in the order's own batch.

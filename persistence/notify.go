@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -77,7 +76,7 @@ func (b *Batch) addNotification(o *order.Order, now int64) {
 		NextDueAt:   now,
 	}
 	b.putNotification(n)
-	b.enqueue(n)
+	b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), nil)
 	b.Created = append(b.Created, n)
 }
 
@@ -124,17 +123,9 @@ func (b *Batch) applyNotify(u *NotifyUpdate) Result {
 	}
 	b.putNotification(n)
 	if n.State == NotifyPending {
-		b.enqueue(n)
+		b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), nil)
 	}
 	return Result{Notification: n}
-}
-
-// enqueue puts n in the webhook queue at its due time.
-func (b *Batch) enqueue(n *Notification) {
-	b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), nil)
-	if !b.queued || n.NextDueAt < b.earliestQueued {
-		b.earliestQueued, b.queued = n.NextDueAt, true
-	}
 }
 
 // Notification returns a notification by id with its body, or nil.
@@ -156,7 +147,7 @@ func (s *Store) Notification(id string) (*Notification, error) {
 // deliveries.
 func (s *Store) DueNotifications(now int64, limit int, skip func(id string) bool) ([]*Notification, error) {
 	var ids []string
-	err := s.scanQueue(now+1, func(k []byte) bool {
+	err := s.scanTimed(queueIndex, now+1, func(k []byte) bool {
 		id := string(k[len(prefixDue)+8:])
 		if skip == nil || !skip(id) {
 			ids = append(ids, id)
@@ -179,16 +170,13 @@ func (s *Store) DueNotifications(now int64, limit int, skip func(id string) bool
 	return out, nil
 }
 
-// dueTime is the due time of a queue key.
-func dueTime(k []byte) int64 { return int64(binary.BigEndian.Uint64(k[len(prefixDue):])) }
-
 // NextNotificationDueAfter returns the earliest due time in the queue later
 // than t, or 0: the dispatcher times its next scan for it.
 func (s *Store) NextNotificationDueAfter(t int64) (int64, error) {
 	var due int64
-	from := max(t+1, s.queue.current())
+	from := max(t+1, s.timed[queueIndex].current())
 	err := s.scan(timedKey(prefixDue, from, nil), prefixEnd(prefixDue), func(k, _ []byte) bool {
-		due = dueTime(k)
+		due = dueTime(prefixDue, k)
 		return false
 	})
 	return due, err
@@ -197,29 +185,11 @@ func (s *Store) NextNotificationDueAfter(t int64) (int64, error) {
 // PendingNotificationCount is the depth of the delivery queue.
 func (s *Store) PendingNotificationCount() (int, error) {
 	n := 0
-	err := s.scanQueue(math.MaxInt64, func([]byte) bool {
+	err := s.scanTimed(queueIndex, math.MaxInt64, func([]byte) bool {
 		n++
 		return true
 	})
 	return n, err
-}
-
-// scanQueue calls fn with the webhook queue's keys due before end, in due
-// order, until fn returns false. It starts at the queue's floor and raises
-// the floor to the first key it finds (queue_floor.go).
-func (s *Store) scanQueue(end int64, fn func(k []byte) bool) error {
-	floor, sc := s.queue.begin()
-	if floor >= end {
-		s.queue.end(sc, 0, false)
-		return nil
-	}
-	first := end // the due time of the first key found
-	err := s.scan(timedKey(prefixDue, floor, nil), timedKey(prefixDue, end, nil), func(k, _ []byte) bool {
-		first = min(first, dueTime(k))
-		return fn(k)
-	})
-	s.queue.end(sc, first, err == nil)
-	return err
 }
 
 // Notifications lists a merchant's notifications, optionally for one order.

@@ -91,8 +91,8 @@ func (s *Store) Restore(r io.Reader) error {
 	defer s.orders.clear()
 	s.fsm.forget()
 	s.known.Store(nil)
-	// The snapshot's queue may start anywhere; so may a scan, from now on.
-	defer s.queue.lowered(0)
+	// The snapshot's schedules may start anywhere; so may scans, from now on.
+	defer s.resetTimed()
 	batch := s.db.NewBatch()
 	defer func() { batch.Close() }()
 	if err := batch.DeleteRange([]byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, nil); err != nil {

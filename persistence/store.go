@@ -72,8 +72,8 @@ type Store struct {
 	known atomic.Pointer[knownOrders]
 	// pending is the set of authorisations due at the acquirer (pending.go).
 	pending pendingAuths
-	// queue is where scans of the webhook queue start (queue_floor.go).
-	queue   queueFloor
+	// timed are where scans of the schedules start (timed.go).
+	timed   [timedIndexes]timedFloor
 	loading sync.WaitGroup
 	closing atomic.Bool
 	metrics storeMetrics // metrics.go
@@ -311,7 +311,7 @@ func splitRef(b []byte) OrderRef {
 // DueSettlements lists up to limit orders whose auto-settle time is <= now.
 func (s *Store) DueSettlements(now int64, limit int) ([]OrderRef, error) {
 	var out []OrderRef
-	err := s.scan([]byte(prefixSettle), timedKey(prefixSettle, now+1, nil), func(k, _ []byte) bool {
+	err := s.scanTimed(settleIndex, now+1, func(k []byte) bool {
 		out = append(out, splitRef(k[len(prefixSettle)+8:]))
 		return len(out) < limit
 	})
@@ -319,14 +319,7 @@ func (s *Store) DueSettlements(now int64, limit int) ([]OrderRef, error) {
 }
 
 // NextSettlement returns the earliest scheduled auto-settle time, or 0.
-func (s *Store) NextSettlement() (int64, error) {
-	var due int64
-	err := s.scan([]byte(prefixSettle), prefixEnd(prefixSettle), func(k, _ []byte) bool {
-		due = int64(binary.BigEndian.Uint64(k[len(prefixSettle):]))
-		return false
-	})
-	return due, err
-}
+func (s *Store) NextSettlement() (int64, error) { return s.firstTimed(settleIndex) }
 
 func prefixEnd(prefix string) []byte {
 	b := []byte(prefix)

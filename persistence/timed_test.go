@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/paygate/gateway/order"
 )
 
 // queueNotification commits order id's charge with a callback URL, at
@@ -57,7 +59,7 @@ func TestQueueScansStartAtTheFloor(t *testing.T) {
 	if got := dueIDs(t, ts, 10_000); !slices.Equal(got, []string{"o-c"}) {
 		t.Fatalf("due after two deliveries: %v", got)
 	}
-	if f := ts.queue.current(); f != 3000 {
+	if f := ts.timed[queueIndex].current(); f != 3000 {
 		t.Fatalf("floor after the scan: %d, want c's due time 3000", f)
 	}
 	if n, _ := ts.PendingNotificationCount(); n != 1 {
@@ -89,8 +91,8 @@ func TestQueueScansStartAtTheFloor(t *testing.T) {
 	d := queueNotification(t, other, 1, "o-d", 9000)
 	other.apply(3, &Cmd{Notify: &NotifyUpdate{ID: d.ID, Time: 9500, Delivered: true}})
 	queueNotification(t, other, 4, "o-e", 9800)
-	if got := dueIDs(t, other, 10_000); !slices.Equal(got, []string{"o-e"}) || other.queue.current() != 9800 {
-		t.Fatalf("other store: due %v, floor %d", got, other.queue.current())
+	if got := dueIDs(t, other, 10_000); !slices.Equal(got, []string{"o-e"}) || other.timed[queueIndex].current() != 9800 {
+		t.Fatalf("other store: due %v, floor %d", got, other.timed[queueIndex].current())
 	}
 	restoreFrom(t, other.Store, ts.Store)
 	if got := dueIDs(t, other, 10_000); !slices.Equal(got, []string{"o-a", "o-c"}) {
@@ -102,8 +104,8 @@ func TestQueueScansStartAtTheFloor(t *testing.T) {
 	empty := newTestStore(t)
 	f := queueNotification(t, empty, 1, "o-f", 500)
 	empty.apply(3, &Cmd{Notify: &NotifyUpdate{ID: f.ID, Time: 600, Delivered: true}})
-	if n, _ := empty.PendingNotificationCount(); n != 0 || empty.queue.current() != math.MaxInt64 {
-		t.Fatalf("empty queue: depth %d, floor %d", n, empty.queue.current())
+	if n, _ := empty.PendingNotificationCount(); n != 0 || empty.timed[queueIndex].current() != math.MaxInt64 {
+		t.Fatalf("empty queue: depth %d, floor %d", n, empty.timed[queueIndex].current())
 	}
 	queueNotification(t, empty, 4, "o-g", 700)
 	if got := dueIDs(t, empty, 10_000); !slices.Equal(got, []string{"o-g"}) {
@@ -114,7 +116,7 @@ func TestQueueScansStartAtTheFloor(t *testing.T) {
 // The FSM queueing an earlier entry while a scan runs keeps the floor at
 // that entry: the scan's snapshot may not have seen it.
 func TestQueueFloorDuringAScan(t *testing.T) {
-	var q queueFloor
+	var q timedFloor
 	floor, sc := q.begin()
 	if floor != 0 {
 		t.Fatalf("a new floor: %d", floor)
@@ -151,5 +153,83 @@ func TestQueueFloorDuringAScan(t *testing.T) {
 	q.end(sc, 2000, true)
 	if q.current() != 2000 {
 		t.Fatalf("floor after an undisturbed scan: %d", q.current())
+	}
+}
+
+// The auto-settle schedule has the same floor: after a settlement deletes
+// the earliest entry, a new authorisation due earlier than the floor is
+// still found, and is the next settlement.
+func TestSettleScheduleStartsAtTheFloor(t *testing.T) {
+	ts := newTestStore(t)
+	idx := uint64(0)
+	authorize := func(id string, settleAt int64) {
+		create, outcome := chargeCmds(id, 1000)
+		outcome.Order.Outcome.AutoSettleAt = settleAt
+		idx += 2
+		ts.apply(idx-1, create)
+		if r := ts.apply(idx, outcome)[0]; r.Order == nil || r.Order.AutoSettleAt != settleAt {
+			t.Fatalf("authorise %s: %+v", id, r)
+		}
+	}
+	due := func() []string {
+		refs, err := ts.DueSettlements(10_000, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range refs {
+			ids = append(ids, r.OrderID)
+		}
+		return ids
+	}
+	authorize("o-a", 5000)
+	authorize("o-b", 6000)
+	if got := due(); !slices.Equal(got, []string{"o-a", "o-b"}) {
+		t.Fatalf("due at first: %v", got)
+	}
+	idx++
+	settle := &Cmd{Order: &order.Command{Kind: order.KindSettle, Time: 2000, Merchant: "m_bench", OrderID: "o-a",
+		TxnID: "s-a", Amount: 1020}}
+	if r := ts.apply(idx, settle)[0]; r.Outcome.Reject != nil || r.Order.AutoSettleAt != 0 {
+		t.Fatalf("settle a: %+v", r)
+	}
+	if got := due(); !slices.Equal(got, []string{"o-b"}) || ts.timed[settleIndex].current() != 6000 {
+		t.Fatalf("after settling a: due %v, floor %d", got, ts.timed[settleIndex].current())
+	}
+	authorize("o-c", 2000)
+	if got := due(); !slices.Equal(got, []string{"o-c", "o-b"}) {
+		t.Fatalf("after an authorisation due before the floor: %v", got)
+	}
+	if next, _ := ts.NextSettlement(); next != 2000 {
+		t.Fatalf("next settlement: %d, want 2000", next)
+	}
+}
+
+// Every schedule's floor comes down when a batch adds an entry before it,
+// whichever code wrote the key: Batch.set notes them all.
+func TestEveryScheduleKeyLowersItsFloor(t *testing.T) {
+	ts := newTestStore(t)
+	for ix, prefix := range timedPrefixes {
+		f := &ts.timed[ix]
+		if _, err := ts.firstTimed(timedIndex(ix)); err != nil {
+			t.Fatal(err)
+		}
+		if f.current() != math.MaxInt64 {
+			t.Fatalf("%s: floor of an empty schedule after a scan: %d", prefix, f.current())
+		}
+		b := ts.NewBatch()
+		b.set(timedKey(prefix, 9000, []byte("late")), nil)
+		b.set(timedKey(prefix, 7000, []byte("early")), nil)
+		b.set([]byte(prefix+"short"), nil) // not an entry: no due time
+		if err := b.Commit(uint64(ix + 1)); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		if f.current() != 7000 {
+			t.Fatalf("%s: floor after adding entries at 7000 and 9000: %d", prefix, f.current())
+		}
+		if first, _ := ts.firstTimed(timedIndex(ix)); first != 7000 {
+			t.Fatalf("%s: first entry %d", prefix, first)
+		}
 	}
 }
