@@ -1,8 +1,12 @@
 package persistence
 
 import (
+	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/paygate/gateway/order"
@@ -231,5 +235,85 @@ func TestEveryScheduleKeyLowersItsFloor(t *testing.T) {
 		if first, _ := ts.firstTimed(timedIndex(ix)); first != 7000 {
 			t.Fatalf("%s: first entry %d", prefix, first)
 		}
+	}
+}
+
+// Scans racing the FSM: one goroutine commits batches that add entries at
+// random due times (often before the floor) and delete live ones, while
+// another scans. An entry committed before a scan began and still there
+// after it ended must be in what the scan found, whatever the floor did.
+func TestTimedScansRacingCommits(t *testing.T) {
+	ts := newTestStore(t)
+	var mu sync.Mutex
+	live := map[string]int64{} // committed entries: id -> due
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range 3000 {
+			b := ts.NewBatch()
+			id := "n" + strconv.Itoa(i)
+			due := rng.Int64N(10_000)
+			b.set(timedKey(prefixDue, due, []byte(id)), nil)
+			// An entry leaves live before its delete commits, and joins it
+			// once its commit has returned: live never holds more than the
+			// store.
+			mu.Lock()
+			deleted := 0
+			for old, at := range live {
+				if rng.IntN(3) == 0 {
+					b.del(timedKey(prefixDue, at, []byte(old)))
+					delete(live, old)
+					deleted++
+				}
+				if deleted == 2 {
+					break
+				}
+			}
+			mu.Unlock()
+			if err := b.Commit(uint64(i + 1)); err != nil {
+				t.Error(err)
+				return
+			}
+			b.Close()
+			mu.Lock()
+			live[id] = due
+			mu.Unlock()
+		}
+	}()
+	rng := rand.New(rand.NewPCG(3, 4))
+	scans := 0
+	for running := true; running; scans++ {
+		select {
+		case <-done:
+			running = false // one last scan, with the writer stopped
+		default:
+		}
+		end := rng.Int64N(12_000)
+		mu.Lock()
+		before := maps.Clone(live)
+		mu.Unlock()
+		found := map[string]bool{}
+		err := ts.scanTimed(queueIndex, end, func(k []byte) bool {
+			found[string(k[len(prefixDue)+8:])] = true
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		for id, due := range before {
+			if _, still := live[id]; still && due < end && !found[id] {
+				t.Errorf("scan %d up to %d missed %s due at %d (floor %d)", scans, end, id, due, ts.timed[queueIndex].current())
+			}
+		}
+		mu.Unlock()
+		if t.Failed() {
+			break
+		}
+	}
+	<-done
+	if scans < 10 {
+		t.Fatalf("only %d scans ran against the commits", scans)
 	}
 }
