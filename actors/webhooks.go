@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -43,6 +44,11 @@ type WebhookConfig struct {
 	// for ended leases and anything missed. New notifications are offered
 	// (Offer) and retries are timed for their due time, neither waits for it.
 	Poll time.Duration
+	// EndpointIdle is how long an endpoint's actor lives without a
+	// notification to send before it retires (default one minute): callback
+	// hosts come and go with merchants and their shops, and an actor kept
+	// for each one would grow with them for as long as this node leads.
+	EndpointIdle time.Duration
 }
 
 // Webhooks is the leader's notification delivery: a dispatcher over the
@@ -80,6 +86,8 @@ type Webhooks struct {
 	// started before that read the outbox too early: its view of the
 	// notification is stale and must not hand it out again.
 	done map[string]time.Time
+	// endpoints counts the live endpoint actors.
+	endpoints atomic.Int64
 
 	m webhookMetrics
 }
@@ -118,6 +126,9 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = 15 * time.Second
 	}
+	if cfg.EndpointIdle <= 0 {
+		cfg.EndpointIdle = time.Minute
+	}
 	w := &Webhooks{
 		cfg: cfg, system: system, wake: make(chan struct{}, 1), offered: make(chan struct{}, 1),
 		inflight: map[string]time.Time{},
@@ -131,6 +142,7 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 		}
 		return float64(n)
 	})
+	metrics.GetOrCreateGauge(`gateway_webhook_endpoints`, func() float64 { return float64(w.endpoints.Load()) })
 	return w
 }
 
@@ -168,7 +180,7 @@ func (w *Webhooks) Offer(created []*persistence.Notification) {
 
 // Run delivers until ctx ends (leadership lost or shutdown).
 func (w *Webhooks) Run(ctx context.Context) {
-	props := actor.PropsFromProducer(func() actor.Actor { return &webhookSupervisor{w: w, endpoints: map[string]*actor.PID{}} },
+	props := actor.PropsFromProducer(func() actor.Actor { return &webhookSupervisor{w: w, endpoints: map[string]*endpointRef{}} },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider)))
 	w.supervisor = w.system.Root.Spawn(props)
 	defer w.system.Root.Stop(w.supervisor)
@@ -176,6 +188,8 @@ func (w *Webhooks) Run(ctx context.Context) {
 	defer w.setRunning(false)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	sweep := time.NewTicker(w.cfg.EndpointIdle / 2)
+	defer sweep.Stop()
 	for {
 		w.dispatchDue()
 		lastScan := time.Now()
@@ -195,6 +209,8 @@ func (w *Webhooks) Run(ctx context.Context) {
 				w.dispatchFresh()
 			case <-w.wake:
 				scan = true
+			case <-sweep.C:
+				w.system.Root.Send(w.supervisor, retireIdleEndpoints{})
 			case <-timer.C:
 				scan = !time.Now().Before(next)
 			}
@@ -338,31 +354,74 @@ func endpointKey(raw string) string {
 	return strings.ToLower(u.Scheme + "://" + u.Host)
 }
 
-// webhookSupervisor routes each due notification to its endpoint's actor
-// and restarts endpoint actors that crash.
+// webhookSupervisor routes each due notification to its endpoint's actor,
+// restarts endpoint actors that crash, and retires the idle ones.
 type webhookSupervisor struct {
 	w         *Webhooks
-	endpoints map[string]*actor.PID
+	endpoints map[string]*endpointRef
 }
+
+// endpointRef is the supervisor's record of a live endpoint actor.
+type endpointRef struct {
+	pid *actor.PID
+	// routed counts the notifications sent to it, and last is when the
+	// latest was: an actor that has said it is idle is stopped only if
+	// nothing was routed to it since it was asked.
+	routed uint64
+	last   time.Time
+}
+
+// retireIdleEndpoints asks every endpoint actor that has had no
+// notification for EndpointIdle whether it is idle.
+type retireIdleEndpoints struct{}
+
+// retireIfIdle asks an endpoint actor to answer endpointIdle when it has
+// nothing queued or under way; routed is the supervisor's count then.
+type retireIfIdle struct {
+	key    string
+	routed uint64
+}
+
+// endpointIdle is an endpoint actor's answer to retireIfIdle.
+type endpointIdle retireIfIdle
 
 func (s *webhookSupervisor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *persistence.Notification:
 		key := endpointKey(m.URL)
-		pid, ok := s.endpoints[key]
+		ref, ok := s.endpoints[key]
 		if !ok {
 			props := actor.PropsFromProducer(func() actor.Actor { return &endpointActor{w: s.w} },
 				actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)))
-			pid = ctx.Spawn(props)
-			s.endpoints[key] = pid
+			ref = &endpointRef{pid: ctx.Spawn(props)}
+			s.endpoints[key] = ref
+			s.w.endpoints.Add(1)
 		}
-		ctx.Send(pid, m)
+		ref.routed++
+		ref.last = s.w.cfg.Now()
+		ctx.Send(ref.pid, m)
+	case retireIdleEndpoints:
+		now := s.w.cfg.Now()
+		for key, ref := range s.endpoints {
+			if now.Sub(ref.last) >= s.w.cfg.EndpointIdle {
+				ctx.Send(ref.pid, retireIfIdle{key: key, routed: ref.routed})
+			}
+		}
+	case endpointIdle:
+		// Notifications reach an endpoint actor only from here, in order:
+		// if none was routed since the question, none is waiting in its
+		// mailbox behind it, and stopping it drops nothing.
+		if ref, ok := s.endpoints[m.key]; ok && ref.routed == m.routed {
+			delete(s.endpoints, m.key)
+			ctx.Stop(ref.pid)
+		}
 	case *actor.Terminated:
-		for k, pid := range s.endpoints {
-			if pid.Equal(m.Who) {
+		for k, ref := range s.endpoints {
+			if ref.pid.Equal(m.Who) {
 				delete(s.endpoints, k)
 			}
 		}
+		s.w.endpoints.Add(-1)
 	}
 }
 
@@ -413,10 +472,15 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 			e.w.release(id)
 		}
 		e.fill(ctx)
+	case retireIfIdle:
+		if len(e.queue) == 0 && len(e.leased) == 0 {
+			ctx.Send(ctx.Parent(), endpointIdle(m))
+		}
 	case *actor.Restarting:
 		// The queue is in memory: hand it back so the fresh instance (same
 		// mailbox) takes it over. Running children are stopped by the
-		// restart; their leases cover them.
+		// restart; their leases cover them. (A retirement racing a restart
+		// can drop these: their leases hand them out again.)
 		for _, n := range e.queue {
 			ctx.Send(ctx.Self(), n)
 		}

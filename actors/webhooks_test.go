@@ -50,9 +50,14 @@ func startWebhooksPolling(t *testing.T, f *fixture, attempt func(context.Context
 
 func createWithCallback(t *testing.T, f *fixture, id string) {
 	t.Helper()
+	createWithCallbackURL(t, f, id, "http://receiver.test/hook")
+}
+
+func createWithCallbackURL(t *testing.T, f *fixture, id, url string) {
+	t.Helper()
 	msg := &Create{Merchant: "m1", OrderID: id, RequestHash: "h",
 		Data: order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 24,
-			CallbackURL: "http://receiver.test/hook"},
+			CallbackURL: url},
 		Card: f.card(), CVV: "123"}
 	if _, err := f.reg.Request(Key{"m1", id}, msg, 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -309,4 +314,117 @@ func TestWebhooksSendAnOrdersNotificationsInOrder(t *testing.T) {
 	}
 	close(release)
 	waitFor("o1/settled")
+}
+
+// runWebhooks starts delivery with cfg (store, proposer, logger, clock and
+// keys filled in) and returns it with a stop that ends its leadership and
+// waits; stop may be called more than once, and is called at cleanup.
+func runWebhooks(t *testing.T, f *fixture, cfg WebhookConfig) (w *Webhooks, stop func()) {
+	t.Helper()
+	cfg.Store, cfg.Proposer, cfg.Logger, cfg.Now = f.store, f.proposer, f.deps.Logger, time.Now
+	cfg.Keys = func(string) (string, string, bool) { return "whpk", "whsk", true }
+	w = NewWebhooks(f.reg.system, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	waitRunning(t, w)
+	return w, stop
+}
+
+// Endpoint actors retire once idle, and only then: not while an attempt is
+// under way, and a notification after retirement gets a new one. None is
+// left when the node stops leading.
+func TestWebhookEndpointActorsRetireWhenIdle(t *testing.T) {
+	f := newFixture(t)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	attempts := map[string]int{}                       // url → attempts
+	active, peak := map[string]int{}, map[string]int{} // url → attempts under way
+	attempt := func(_ context.Context, d webhook.Delivery) webhook.Attempt {
+		mu.Lock()
+		active[d.URL]++
+		peak[d.URL] = max(peak[d.URL], active[d.URL])
+		mu.Unlock()
+		if d.URL == "http://slow.test/hook" {
+			<-release
+		}
+		mu.Lock()
+		active[d.URL]--
+		attempts[d.URL]++
+		mu.Unlock()
+		return webhook.Attempt{Delivered: true, HTTPCode: 200}
+	}
+	attemptsTo := func(host string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return attempts["http://"+host+".test/hook"]
+	}
+	cfg := WebhookConfig{Attempt: attempt, RetryDelays: []time.Duration{time.Hour}, PerEndpoint: 1, Poll: time.Hour}
+	idle := cfg
+	idle.EndpointIdle = 10 * time.Millisecond
+	w, stop := runWebhooks(t, f, idle)
+	waitFor := func(w *Webhooks, what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if ok() {
+				return
+			}
+		}
+		t.Fatalf("timed out waiting for %s (endpoint actors: %d)", what, w.endpoints.Load())
+	}
+	offer := func(w *Webhooks, id, host string) {
+		createWithCallbackURL(t, f, id, "http://"+host+".test/hook")
+		w.Offer(waitNotifications(t, f, id))
+	}
+
+	for _, host := range []string{"a", "b", "c", "slow"} {
+		offer(w, "o-"+host, host)
+	}
+	waitFor(w, "three deliveries", func() bool { return attemptsTo("a")+attemptsTo("b")+attemptsTo("c") == 3 })
+	waitFor(w, "the idle endpoints to retire", func() bool { return w.endpoints.Load() == 1 })
+	// Many sweeps later the endpoint with an attempt under way is still
+	// there, and still holds its one slot: the next notification to it
+	// waits (a retired endpoint's successor would send it at once).
+	time.Sleep(100 * time.Millisecond)
+	if n := w.endpoints.Load(); n != 1 {
+		t.Fatalf("endpoint actors with an attempt under way: %d, want 1", n)
+	}
+	offer(w, "o-slow-2", "slow")
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	waitFor(w, "the slow deliveries", func() bool { return attemptsTo("slow") == 2 })
+	mu.Lock()
+	slowPeak := peak["http://slow.test/hook"]
+	mu.Unlock()
+	if slowPeak != 1 {
+		t.Fatalf("%d attempts at once to an endpoint bounded to 1", slowPeak)
+	}
+	waitFor(w, "every endpoint to retire", func() bool { return w.endpoints.Load() == 0 })
+
+	offer(w, "again", "a")
+	waitFor(w, "a delivery to a retired endpoint", func() bool { return attemptsTo("a") == 2 })
+	waitFor(w, "it to retire again", func() bool { return w.endpoints.Load() == 0 })
+	if n, _ := f.store.PendingNotificationCount(); n != 0 {
+		t.Fatalf("%d notifications still pending", n)
+	}
+	for host, want := range map[string]int{"a": 2, "b": 1, "c": 1, "slow": 2} {
+		if got := attemptsTo(host); got != want {
+			t.Fatalf("%s attempted %d times, want %d", host, got, want)
+		}
+	}
+	stop()
+
+	// Leadership ends with an endpoint actor alive (the default idle time
+	// is a minute): none is left counted.
+	w, stop = runWebhooks(t, f, cfg)
+	offer(w, "last", "d")
+	waitFor(w, "a delivery", func() bool { return attemptsTo("d") == 1 })
+	if n := w.endpoints.Load(); n != 1 {
+		t.Fatalf("endpoint actors while leading: %d, want 1", n)
+	}
+	stop()
+	waitFor(w, "no endpoint actor after leadership", func() bool { return w.endpoints.Load() == 0 })
 }
