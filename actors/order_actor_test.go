@@ -359,3 +359,61 @@ func waitSent(t *testing.T, r *Registry, k Key, n uint64) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// settleFails fails the settlements of some orders, as a leadership change
+// in the middle of a proposal would.
+type settleFails struct {
+	next   Proposer
+	orders map[string]bool
+}
+
+func (p *settleFails) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+	if cmd.Order != nil && cmd.Order.Kind == order.KindSettle && p.orders[cmd.Order.OrderID] {
+		return persistence.Result{}, errors.New("not the leader")
+	}
+	return p.next.Propose(ctx, cmd)
+}
+
+// One pass of the scheduler settles everything due, however many pages
+// that takes, and ends although entries it lists do not settle: the pass
+// moves past them (the next poll tries them again) instead of listing them
+// again and again.
+func TestSchedulerWorksThroughTheBacklog(t *testing.T) {
+	f := newFixture(t)
+	stuck := []string{"stuck-1", "stuck-2"} // first in the schedule: a page's worth
+	for _, id := range stuck {
+		f.create(t, "m1", id, "h", 1) // 1 ms with SettleUnit = 1 ms
+		time.Sleep(time.Millisecond)
+	}
+	const orders = 21
+	for i := range orders {
+		f.create(t, "m1", fmt.Sprintf("due-%02d", i), "h", 1)
+	}
+	for _, id := range stuck {
+		f.waitStatus(t, "m1", id, order.StatusAuthorized)
+	}
+	for i := range orders {
+		f.waitStatus(t, "m1", fmt.Sprintf("due-%02d", i), order.StatusAuthorized)
+	}
+	time.Sleep(5 * time.Millisecond) // past the delays
+	f.deps.Proposer = &settleFails{next: f.proposer, orders: map[string]bool{stuck[0]: true, stuck[1]: true}}
+	s := &Scheduler{Store: f.store, Registry: f.reg, Logger: f.deps.Logger, Now: time.Now, PageSize: len(stuck)}
+	passed := make(chan struct{})
+	go func() { defer close(passed); s.settleDue(context.Background()) }()
+	select {
+	case <-passed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pass did not end")
+	}
+	for i := range orders {
+		id := fmt.Sprintf("due-%02d", i)
+		if o, _ := f.store.GetOrder("m1", id); o.Status != order.StatusSettled {
+			t.Fatalf("%s after one pass: %s", id, o.Status)
+		}
+	}
+	for _, id := range stuck {
+		if o, _ := f.store.GetOrder("m1", id); o.Status != order.StatusAuthorized {
+			t.Fatalf("%s, whose settlement failed: %s", id, o.Status)
+		}
+	}
+}

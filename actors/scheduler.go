@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/paygate/gateway/persistence"
@@ -10,11 +11,13 @@ import (
 
 // ScheduleReader is what the scheduler reads from the store.
 type ScheduleReader interface {
-	DueSettlements(now int64, limit int) ([]persistence.OrderRef, error)
+	// DueSettlements lists orders whose auto-settle time has come, a page
+	// at a time: after the cursor, and the cursor for the next page.
+	DueSettlements(now int64, after persistence.ScheduleCursor, limit int) ([]persistence.OrderRef, persistence.ScheduleCursor, error)
 	PendingAuths() ([]persistence.OrderRef, error)
 	// DueExpiries lists unpaid forms and unanswered 3-D Secure challenges
-	// whose time is up.
-	DueExpiries(now int64, limit int) ([]persistence.OrderRef, error)
+	// whose time is up, as DueSettlements does.
+	DueExpiries(now int64, after persistence.ScheduleCursor, limit int) ([]persistence.OrderRef, persistence.ScheduleCursor, error)
 }
 
 // Scheduler drives the durable schedules of the leader: automatic
@@ -32,13 +35,21 @@ type Scheduler struct {
 	// ExpiryPoll is how often ended forms and challenges are looked for
 	// (0: Poll).
 	ExpiryPoll time.Duration
+	// PageSize is how many due entries are read at once (0: 1,000).
+	PageSize int
 }
 
-// dueBatchMax bounds how many settlements one poll starts.
-const dueBatchMax = 1000
+// scheduleWorkers bounds the settlements (or expiries) under way at once:
+// each runs its order's actor and waits for its command to commit, so a
+// backlog is worked through at the pace of the log without an actor and a
+// goroutine for every entry of it at once.
+const scheduleWorkers = 32
 
 // Run resumes pending authorisations once, then polls for due settlements
-// until ctx ends. Duplicate AutoSettle messages are harmless: the actor
+// and expiries until ctx ends. Each poll works through everything due at
+// its start, a page at a time, so the schedule keeps up with any rate of
+// payments; an entry whose order did not change (a proposal that failed)
+// is left for the next poll. Duplicate messages are harmless: the actor
 // re-checks the order before proposing.
 func (s *Scheduler) Run(ctx context.Context) {
 	pending, err := s.Store.PendingAuths()
@@ -51,44 +62,87 @@ func (s *Scheduler) Run(ctx context.Context) {
 	if len(pending) > 0 {
 		s.Logger.Info("resumed pending authorisations", "count", len(pending))
 	}
-	t := time.NewTicker(s.Poll)
-	defer t.Stop()
 	expiryPoll := s.ExpiryPoll
 	if expiryPoll <= 0 {
 		expiryPoll = s.Poll
 	}
-	et := time.NewTicker(expiryPoll)
-	defer et.Stop()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.every(ctx, expiryPoll, s.expireDue) })
+	s.every(ctx, s.Poll, s.settleDue)
+	wg.Wait()
+}
+
+// every runs pass each period until ctx ends; a pass longer than the
+// period is followed at once by the next.
+func (s *Scheduler) every(ctx context.Context, period time.Duration, pass func(context.Context)) {
+	t := time.NewTicker(period)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-et.C:
-			s.expireDue()
-			continue
 		case <-t.C:
-		}
-		due, err := s.Store.DueSettlements(s.Now().UnixNano(), dueBatchMax)
-		if err != nil {
-			s.Logger.Error("list due settlements", "error", err)
-			continue
-		}
-		for _, ref := range due {
-			s.Registry.Send(Key{ref.Merchant, ref.OrderID}, AutoSettle{})
+			pass(ctx)
 		}
 	}
 }
 
+// settleDue settles every order whose auto-settle time has come.
+func (s *Scheduler) settleDue(ctx context.Context) {
+	s.workThrough(ctx, "settlements", s.Store.DueSettlements, AutoSettle{})
+}
+
 // expireDue asks the actors of ended forms and challenges to expire them.
-// Duplicates are harmless: the actor re-checks the order before proposing,
-// and Apply refuses an expiry that is not due.
-func (s *Scheduler) expireDue() {
-	due, err := s.Store.DueExpiries(s.Now().UnixNano(), dueBatchMax)
-	if err != nil {
-		s.Logger.Error("list due expiries", "error", err)
-		return
+// Apply refuses an expiry that is not due.
+func (s *Scheduler) expireDue(ctx context.Context) {
+	s.workThrough(ctx, "expiries", s.Store.DueExpiries, Expire{})
+}
+
+// workThrough sends msg to the actor of every order the schedule lists as
+// due now, page by page, at most scheduleWorkers at once; it returns when
+// the schedule is exhausted or ctx ends.
+func (s *Scheduler) workThrough(ctx context.Context, what string,
+	list func(int64, persistence.ScheduleCursor, int) ([]persistence.OrderRef, persistence.ScheduleCursor, error), msg any) {
+	pageSize := s.PageSize
+	if pageSize <= 0 {
+		pageSize = 1000
 	}
-	for _, ref := range due {
-		s.Registry.Send(Key{ref.Merchant, ref.OrderID}, Expire{})
+	now := s.Now().UnixNano()
+	var cursor persistence.ScheduleCursor
+	for ctx.Err() == nil {
+		due, next, err := list(now, cursor, pageSize)
+		if err != nil {
+			s.Logger.Error("list due "+what, "error", err)
+			return
+		}
+		s.deliverAll(ctx, due, msg)
+		if len(due) < pageSize {
+			return
+		}
+		cursor = next
 	}
+}
+
+// deliverAll runs msg through the actors of refs, scheduleWorkers at a
+// time, and returns once all have (or ctx ended).
+func (s *Scheduler) deliverAll(ctx context.Context, refs []persistence.OrderRef, msg any) {
+	work := make(chan persistence.OrderRef)
+	var wg sync.WaitGroup
+	for range min(scheduleWorkers, len(refs)) {
+		wg.Go(func() {
+			for ref := range work {
+				s.Registry.Deliver(Key{ref.Merchant, ref.OrderID}, msg)
+			}
+		})
+	}
+feed:
+	for _, ref := range refs {
+		select {
+		case work <- ref:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
 }

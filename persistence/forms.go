@@ -49,14 +49,9 @@ func (s *Store) ChallengeOrder(challengeID string) (*OrderRef, error) {
 }
 
 // DueExpiries lists up to limit orders whose form lifetime or 3-D Secure
-// challenge ended at or before now.
-func (s *Store) DueExpiries(now int64, limit int) ([]OrderRef, error) {
-	var out []OrderRef
-	err := s.scanTimed(expiryIndex, now+1, func(k []byte) bool {
-		out = append(out, splitRef(k[len(prefixExpiry)+8:]))
-		return len(out) < limit
-	})
-	return out, err
+// challenge ended at or before now, after cursor, as DueSettlements does.
+func (s *Store) DueExpiries(now int64, after ScheduleCursor, limit int) ([]OrderRef, ScheduleCursor, error) {
+	return s.dueRefs(expiryIndex, now, after, limit)
 }
 
 // NextExpiry returns the earliest scheduled expiry, or 0.

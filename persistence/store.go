@@ -308,14 +308,10 @@ func splitRef(b []byte) OrderRef {
 	return OrderRef{OrderID: string(b)}
 }
 
-// DueSettlements lists up to limit orders whose auto-settle time is <= now.
-func (s *Store) DueSettlements(now int64, limit int) ([]OrderRef, error) {
-	var out []OrderRef
-	err := s.scanTimed(settleIndex, now+1, func(k []byte) bool {
-		out = append(out, splitRef(k[len(prefixSettle)+8:]))
-		return len(out) < limit
-	})
-	return out, err
+// DueSettlements lists up to limit orders whose auto-settle time is <= now,
+// after cursor (nil: from the first), and the cursor to list the next ones.
+func (s *Store) DueSettlements(now int64, after ScheduleCursor, limit int) ([]OrderRef, ScheduleCursor, error) {
+	return s.dueRefs(settleIndex, now, after, limit)
 }
 
 // NextSettlement returns the earliest scheduled auto-settle time, or 0.

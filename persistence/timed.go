@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"sync"
@@ -128,6 +129,16 @@ func (s *Store) resetTimed() {
 // until fn returns false. It starts at the floor and raises the floor to
 // the first key it finds.
 func (s *Store) scanTimed(ix timedIndex, end int64, fn func(k []byte) bool) error {
+	return s.scanTimedAfter(ix, nil, end, fn)
+}
+
+// ScheduleCursor is a position in a schedule, to list the entries after it
+// (nil: from the start).
+type ScheduleCursor []byte
+
+// scanTimedAfter is scanTimed from the entry after cursor. A scan that
+// starts past the floor cannot raise it: it does not see what is before.
+func (s *Store) scanTimedAfter(ix timedIndex, after ScheduleCursor, end int64, fn func(k []byte) bool) error {
 	f := &s.timed[ix]
 	floor, sc := f.begin()
 	if floor >= end {
@@ -135,13 +146,39 @@ func (s *Store) scanTimed(ix timedIndex, end int64, fn func(k []byte) bool) erro
 		return nil
 	}
 	prefix := timedPrefixes[ix]
+	lower := timedKey(prefix, floor, nil)
+	if after != nil {
+		if next := append(bytes.Clone(after), 0); bytes.Compare(next, lower) > 0 {
+			lower = next
+		}
+	}
 	first := end // the due time of the first key found
-	err := s.scan(timedKey(prefix, floor, nil), timedKey(prefix, end, nil), func(k, _ []byte) bool {
+	err := s.scan(lower, timedKey(prefix, end, nil), func(k, _ []byte) bool {
 		first = min(first, dueTime(prefix, k))
 		return fn(k)
 	})
-	f.end(sc, first, err == nil)
+	f.end(sc, first, err == nil && after == nil)
 	return err
+}
+
+// dueRefs lists up to limit orders in a schedule due at or before now,
+// after cursor, and the cursor after them.
+func (s *Store) dueRefs(ix timedIndex, now int64, after ScheduleCursor, limit int) ([]OrderRef, ScheduleCursor, error) {
+	var out []OrderRef
+	var last []byte
+	prefix := timedPrefixes[ix]
+	err := s.scanTimedAfter(ix, after, now+1, func(k []byte) bool {
+		out = append(out, splitRef(k[len(prefix)+8:]))
+		last = append(last[:0], k...) // k is the iterator's, valid until it moves
+		return len(out) < limit
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if last == nil {
+		return out, after, nil
+	}
+	return out, last, nil
 }
 
 // firstTimed is the earliest due time in a schedule, or 0 when it is empty.

@@ -1,6 +1,8 @@
 package persistence
 
 import (
+	"bytes"
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -176,7 +178,7 @@ func TestSettleScheduleStartsAtTheFloor(t *testing.T) {
 		}
 	}
 	due := func() []string {
-		refs, err := ts.DueSettlements(10_000, 100)
+		refs, _, err := ts.DueSettlements(10_000, nil, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,5 +317,49 @@ func TestTimedScansRacingCommits(t *testing.T) {
 	<-done
 	if scans < 10 {
 		t.Fatalf("only %d scans ran against the commits", scans)
+	}
+}
+
+// A schedule is listed a page at a time: each page starts after the
+// cursor the one before returned, the pages together list every due entry
+// once, and a page that starts past the floor leaves the floor alone.
+func TestSchedulePages(t *testing.T) {
+	ts := newTestStore(t)
+	b := ts.NewBatch()
+	var want []string
+	for i := range 30 { // three full pages, then an empty one
+		id := fmt.Sprintf("o-%02d", i)
+		due := int64(1000 + i/2) // two entries share each due time
+		b.set(timedKey(prefixSettle, due, refKey("", "m1", id)), nil)
+		want = append(want, id)
+	}
+	b.set(timedKey(prefixSettle, 5000, refKey("", "m1", "later")), nil)
+	if err := b.Commit(1); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	var got []string
+	var cursor ScheduleCursor
+	for page := 0; ; page++ {
+		refs, next, err := ts.DueSettlements(2000, cursor, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range refs {
+			got = append(got, r.OrderID)
+		}
+		if page > 0 && ts.timed[settleIndex].current() != 1000 {
+			t.Fatalf("page %d moved the floor to %d", page, ts.timed[settleIndex].current())
+		}
+		if len(refs) < 10 {
+			if len(refs) == 0 && !bytes.Equal(next, cursor) {
+				t.Fatalf("an empty page moved the cursor")
+			}
+			break
+		}
+		cursor = next
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pages listed %v\nwant %v", got, want)
 	}
 }
