@@ -10,14 +10,7 @@ import (
 func pendingIDs(t *testing.T, s *Store) []string {
 	t.Helper()
 	refs, err := s.PendingAuths()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, r := range refs {
-		ids = append(ids, r.OrderID)
-	}
-	return ids
+	return orderIDsOf(t, refs, err, refOrderID)
 }
 
 // storedPendingIDs is what the p/ keys hold.

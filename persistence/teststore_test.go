@@ -86,3 +86,19 @@ func createCmd(orderID, hash string) *Cmd {
 			Source: order.PaymentSource{Type: "card"}},
 	}}
 }
+
+// orderIDsOf returns the order id of each of a listing's items, failing
+// the test when the listing failed.
+func orderIDsOf[T any](t *testing.T, items []T, err error, orderID func(T) string) []string {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, it := range items {
+		ids = append(ids, orderID(it))
+	}
+	return ids
+}
+
+func refOrderID(r OrderRef) string { return r.OrderID }

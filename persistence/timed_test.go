@@ -39,14 +39,7 @@ func queueNotification(t *testing.T, ts *testStore, idx uint64, id string, at in
 func dueIDs(t *testing.T, ts *testStore, now int64) []string {
 	t.Helper()
 	due, err := ts.DueNotifications(now, 100, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, n := range due {
-		ids = append(ids, n.OrderID)
-	}
-	return ids
+	return orderIDsOf(t, due, err, func(n *Notification) string { return n.OrderID })
 }
 
 // A scan starts where the last one found the queue's first entry, and
@@ -179,14 +172,7 @@ func TestSettleScheduleStartsAtTheFloor(t *testing.T) {
 	}
 	due := func() []string {
 		refs, _, err := ts.DueSettlements(10_000, nil, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, r := range refs {
-			ids = append(ids, r.OrderID)
-		}
-		return ids
+		return orderIDsOf(t, refs, err, refOrderID)
 	}
 	authorize("o-a", 5000)
 	authorize("o-b", 6000)
