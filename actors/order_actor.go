@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paygate/gateway/order"
@@ -409,10 +410,18 @@ func (a *orderActor) autoSettle() {
 		OrderID: cur.ID, TxnID: a.deps.NewID(),
 	}
 	cmd.ARN = acquirer.ARN(cmd.TxnID)
-	if _, err := a.propose(cmd); err != nil {
+	r, err := a.propose(cmd)
+	if err != nil {
 		a.deps.Logger.Warn("auto-settle not committed; will retry", "order_id", cur.ID, "error", err)
+		return
+	}
+	if r.Order != nil && r.Order.Status == order.StatusSettled {
+		autoSettlements.Inc()
 	}
 }
+
+// autoSettlements counts the automatic settlements this node committed.
+var autoSettlements = metrics.GetOrCreateCounter(`gateway_auto_settlements_total`)
 
 func (a *orderActor) operate(m *Operation) *Reply {
 	if m.IdempotencyKey != "" {

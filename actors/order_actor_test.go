@@ -398,6 +398,7 @@ func TestSchedulerWorksThroughTheBacklog(t *testing.T) {
 	time.Sleep(5 * time.Millisecond) // past the delays
 	f.deps.Proposer = &settleFails{next: f.proposer, orders: map[string]bool{stuck[0]: true, stuck[1]: true}}
 	s := &Scheduler{Store: f.store, Registry: f.reg, Logger: f.deps.Logger, Now: time.Now, PageSize: len(stuck)}
+	counted := autoSettlements.Get()
 	passed := make(chan struct{})
 	go func() { defer close(passed); s.settleDue(context.Background()) }()
 	select {
@@ -415,5 +416,8 @@ func TestSchedulerWorksThroughTheBacklog(t *testing.T) {
 		if o, _ := f.store.GetOrder("m1", id); o.Status != order.StatusAuthorized {
 			t.Fatalf("%s, whose settlement failed: %s", id, o.Status)
 		}
+	}
+	if n := autoSettlements.Get() - counted; n != orders {
+		t.Fatalf("gateway_auto_settlements_total went up by %d, want %d", n, orders)
 	}
 }
