@@ -40,6 +40,9 @@ type WebhookConfig struct {
 	PerEndpoint int
 	// AttemptTimeout bounds one attempt (connect + response).
 	AttemptTimeout time.Duration
+	// LeaseSlack is added to AttemptTimeout to form a handed-out
+	// notification's lease (default 10 s).
+	LeaseSlack time.Duration
 	// Poll bounds the time between two scans of the outbox: the safety net
 	// for ended leases and anything missed. New notifications are offered
 	// (Offer) and retries are timed for their due time, neither waits for it.
@@ -112,8 +115,6 @@ func newWebhookMetrics() webhookMetrics {
 	return m
 }
 
-// webhookLeaseSlack is added to an attempt's timeout to form its lease.
-const webhookLeaseSlack = 10 * time.Second
 
 // dueBatchNotifications bounds how many notifications one scan hands out.
 const dueBatchNotifications = 2000
@@ -125,6 +126,9 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 	}
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = 15 * time.Second
+	}
+	if cfg.LeaseSlack <= 0 {
+		cfg.LeaseSlack = 10 * time.Second
 	}
 	if cfg.EndpointIdle <= 0 {
 		cfg.EndpointIdle = time.Minute
@@ -257,7 +261,7 @@ func (w *Webhooks) setRunning(on bool) {
 // dispatchFresh hands out the offered notifications.
 func (w *Webhooks) dispatchFresh() {
 	now := w.cfg.Now()
-	lease := now.Add(w.cfg.AttemptTimeout + webhookLeaseSlack)
+	lease := now.Add(w.cfg.AttemptTimeout + w.cfg.LeaseSlack)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	fresh := w.fresh
@@ -306,7 +310,7 @@ func (w *Webhooks) dispatchDue() {
 		w.cfg.Logger.Error("scan outbox", "error", err)
 		return
 	}
-	lease := now.Add(w.cfg.AttemptTimeout + webhookLeaseSlack)
+	lease := now.Add(w.cfg.AttemptTimeout + w.cfg.LeaseSlack)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, at := range w.done {
@@ -445,6 +449,11 @@ type endpointActor struct {
 	// the order each sending delivery actor is for.
 	inFlight   map[string]string // delivery actor id → order
 	busyOrders map[string]bool
+	// held are the notifications queued here or with a live delivery
+	// actor. The dispatcher hands a notification out again when its lease
+	// ends, and behind a slow endpoint one can wait here longer than that:
+	// the copy is dropped, not queued and sent again.
+	held map[string]bool // notification id
 }
 
 // attemptSent tells the endpoint actor that a delivery actor's request has
@@ -456,7 +465,12 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		e.sending, e.leased = map[string]bool{}, map[string]string{}
 		e.inFlight, e.busyOrders = map[string]string{}, map[string]bool{}
+		e.held = map[string]bool{}
 	case *persistence.Notification:
+		if e.held[m.ID] {
+			return
+		}
+		e.held[m.ID] = true
 		e.queue = append(e.queue, m)
 		e.fill(ctx)
 	case attemptSent:
@@ -469,6 +483,7 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 		e.requestEnded(m.Who.Id)
 		if id, ok := e.leased[m.Who.Id]; ok {
 			delete(e.leased, m.Who.Id)
+			delete(e.held, id)
 			e.w.release(id)
 		}
 		e.fill(ctx)

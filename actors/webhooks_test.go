@@ -428,3 +428,42 @@ func TestWebhookEndpointActorsRetireWhenIdle(t *testing.T) {
 	stop()
 	waitFor(w, "no endpoint actor after leadership", func() bool { return w.endpoints.Load() == 0 })
 }
+
+// An endpoint slower than its notifications keeps a queue longer than a
+// lease: the dispatcher hands the queued ones out again when their leases
+// end, and the endpoint must not queue (and send) a second copy of what it
+// already holds.
+func TestWebhooksSlowEndpointGetsEachNotificationOnce(t *testing.T) {
+	f := newFixture(t)
+	log := &attemptLog{count: map[string]int{}}
+	slow := func(ctx context.Context, d webhook.Delivery) webhook.Attempt {
+		time.Sleep(10 * time.Millisecond)
+		return log.attempt(ctx, d)
+	}
+	// The fixture's FSM offers nothing: the scans every 2 ms hand the
+	// notifications out, and hand them out again once their leases end.
+	runWebhooks(t, f, WebhookConfig{Attempt: slow, RetryDelays: []time.Duration{time.Hour},
+		PerEndpoint: 1, Poll: 2 * time.Millisecond, AttemptTimeout: 50 * time.Millisecond, LeaseSlack: time.Millisecond})
+	const orders = 20 // ~200 ms of sending behind one slot, four leases long
+	for i := range orders {
+		createWithCallback(t, f, fmt.Sprintf("slow%d", i))
+	}
+	for i := range orders {
+		waitNotifications(t, f, fmt.Sprintf("slow%d", i))
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if n, _ := f.store.PendingNotificationCount(); n == 0 {
+			break
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // any copy still queued would be sent by now
+	counts := log.snapshot()
+	if len(counts) != orders {
+		t.Fatalf("%d notifications delivered, want %d", len(counts), orders)
+	}
+	for body, n := range counts {
+		if n != 1 {
+			t.Fatalf("a notification was sent %d times: %.60s", n, body)
+		}
+	}
+}
