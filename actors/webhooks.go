@@ -115,7 +115,6 @@ func newWebhookMetrics() webhookMetrics {
 	return m
 }
 
-
 // dueBatchNotifications bounds how many notifications one scan hands out.
 const dueBatchNotifications = 2000
 
