@@ -338,6 +338,18 @@ func (w *Webhooks) busy(id string, now, scanStart time.Time) bool {
 	return done && !at.Before(scanStart)
 }
 
+// renewLease starts a notification's lease again as its attempt starts.
+// It may have waited behind a slow endpoint for longer than the lease it
+// was handed out with; an attempt with its result's commit fits in a lease
+// (AttemptTimeout plus LeaseSlack), so while it is under way no scan hands
+// the notification out again, and no copy can reach the endpoint actor
+// after the attempt has ended and it has let go of the notification.
+func (w *Webhooks) renewLease(id string, now time.Time) {
+	w.mu.Lock()
+	w.inflight[id] = now.Add(w.cfg.AttemptTimeout + w.cfg.LeaseSlack)
+	w.mu.Unlock()
+}
+
 func (w *Webhooks) release(id string) {
 	w.mu.Lock()
 	delete(w.inflight, id)
@@ -560,6 +572,7 @@ func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
 	upd := &persistence.NotifyUpdate{ID: n.ID}
 	pk, sk, ok := w.cfg.Keys(n.Merchant)
 	start := w.cfg.Now()
+	w.renewLease(n.ID, start)
 	var res webhook.Attempt
 	if ok {
 		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AttemptTimeout)

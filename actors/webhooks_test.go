@@ -438,19 +438,20 @@ func TestWebhookEndpointActorsRetireWhenIdle(t *testing.T) {
 // An endpoint slower than its notifications keeps a queue longer than a
 // lease: the dispatcher hands the queued ones out again when their leases
 // end, and the endpoint must not queue (and send) a second copy of what it
-// already holds.
+// already holds; nor may a copy reach it once an attempt has ended (the
+// lease starts again with the attempt, which it outlasts).
 func TestWebhooksSlowEndpointGetsEachNotificationOnce(t *testing.T) {
 	f := newFixture(t)
 	log := &attemptLog{count: map[string]int{}}
 	slow := func(ctx context.Context, d webhook.Delivery) webhook.Attempt {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 		return log.attempt(ctx, d)
 	}
 	// The fixture's FSM offers nothing: the scans every 2 ms hand the
 	// notifications out, and hand them out again once their leases end.
 	runWebhooks(t, f, WebhookConfig{Attempt: slow, RetryDelays: []time.Duration{time.Hour},
-		PerEndpoint: 1, Poll: 2 * time.Millisecond, AttemptTimeout: 50 * time.Millisecond, LeaseSlack: time.Millisecond})
-	const orders = 20 // ~200 ms of sending behind one slot, four leases long
+		PerEndpoint: 1, Poll: 2 * time.Millisecond, AttemptTimeout: 100 * time.Millisecond, LeaseSlack: time.Millisecond})
+	const orders = 20 // ~400 ms of sending behind one slot, four leases long
 	for i := range orders {
 		createWithCallback(t, f, fmt.Sprintf("slow%d", i))
 	}
