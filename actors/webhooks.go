@@ -499,7 +499,7 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 		}
 		e.fill(ctx)
 	case retireIfIdle:
-		if len(e.queue) == 0 && len(e.leased) == 0 {
+		if len(e.held) == 0 { // nothing queued, no delivery actor alive
 			ctx.Send(ctx.Parent(), endpointIdle(m))
 		}
 	case *actor.Restarting:
