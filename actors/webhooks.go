@@ -47,6 +47,11 @@ type WebhookConfig struct {
 	// for ended leases and anything missed. New notifications are offered
 	// (Offer) and retries are timed for their due time, neither waits for it.
 	Poll time.Duration
+	// ScanPage bounds how many due notifications one scan hands out
+	// (default 2,000). After a full page the next scan follows as soon as
+	// half of what is handed out has been attempted, so a backlog drains at
+	// the pace of delivery with at most about two pages held in memory.
+	ScanPage int
 	// EndpointIdle is how long an endpoint's actor lives without a
 	// notification to send before it retires (default one minute): callback
 	// hosts come and go with merchants and their shops, and an actor kept
@@ -81,6 +86,9 @@ type Webhooks struct {
 	// retryAt is the earliest retry known to be due later (Unix ns; 0:
 	// none): the next scan is timed for it.
 	retryAt int64
+	// backlog is set when the last scan handed out a full page: more may be
+	// due, and the next scan follows once the in-flight set has halved.
+	backlog bool
 	// offered wakes the dispatcher: notifications were offered, or a retry
 	// was scheduled (it recomputes when to scan).
 	offered  chan struct{}
@@ -115,7 +123,7 @@ func newWebhookMetrics() webhookMetrics {
 	return m
 }
 
-// dueBatchNotifications bounds how many notifications one scan hands out.
+// dueBatchNotifications is the default ScanPage.
 const dueBatchNotifications = 2000
 
 // NewWebhooks makes the delivery machinery; Run starts it.
@@ -131,6 +139,9 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 	}
 	if cfg.EndpointIdle <= 0 {
 		cfg.EndpointIdle = time.Minute
+	}
+	if cfg.ScanPage <= 0 {
+		cfg.ScanPage = dueBatchNotifications
 	}
 	w := &Webhooks{
 		cfg: cfg, system: system, wake: make(chan struct{}, 1), offered: make(chan struct{}, 1),
@@ -300,7 +311,7 @@ func (w *Webhooks) dispatchDue() {
 	// Leased notifications are skipped during the scan, so they are not
 	// even loaded; the check is repeated under the lock below, where it
 	// decides.
-	due, err := w.cfg.Store.DueNotifications(now.UnixNano(), dueBatchNotifications, func(id string) bool {
+	due, err := w.cfg.Store.DueNotifications(now.UnixNano(), w.cfg.ScanPage, func(id string) bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return w.busy(id, now, scanStart)
@@ -323,6 +334,20 @@ func (w *Webhooks) dispatchDue() {
 		}
 		w.inflight[n.ID] = lease
 		w.system.Root.Send(w.supervisor, n)
+	}
+	// A full page leaves more due behind it (a receiver back after an
+	// outage, a new leader taking over): release scans again once this
+	// page is half attempted rather than at the next poll.
+	w.backlog = len(due) >= w.cfg.ScanPage
+	w.wakeForBacklog()
+}
+
+// wakeForBacklog asks for the next scan of a backlog once the in-flight set
+// has halved. Call with w.mu held.
+func (w *Webhooks) wakeForBacklog() {
+	if w.backlog && len(w.inflight) <= w.cfg.ScanPage/2 {
+		w.backlog = false
+		w.Wake()
 	}
 }
 
@@ -354,10 +379,11 @@ func (w *Webhooks) release(id string) {
 	w.mu.Lock()
 	delete(w.inflight, id)
 	w.done[id] = time.Now()
+	w.wakeForBacklog()
 	w.mu.Unlock()
-	// No scan now: the endpoint actor queues its own deliveries, and a
-	// retry is due no sooner than the first retry delay, which the poll
-	// interval divides.
+	// Otherwise no scan now: the endpoint actor queues its own deliveries,
+	// and a retry is due no sooner than the first retry delay, which the
+	// poll interval divides.
 }
 
 // endpointKey groups deliveries by where they go.

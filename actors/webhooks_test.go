@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -459,4 +460,40 @@ func TestWebhooksSlowEndpointGetsEachNotificationOnce(t *testing.T) {
 		waitNotifications(t, f, fmt.Sprintf("slow%d", i))
 	}
 	expectEachAttemptedOnce(t, f, log, orders)
+}
+
+// A backlog longer than a scan's page (a receiver back after an outage, a
+// new leader taking over) drains at the pace of delivery, not a page per
+// poll: with an hour-long poll and pages of 20, 300 notifications already
+// due are all delivered, each once, and never more than two pages are
+// handed out at a time.
+func TestWebhooksWorkThroughABacklog(t *testing.T) {
+	f := newFixture(t)
+	const orders, page = 300, 20
+	for i := range orders {
+		createWithCallback(t, f, fmt.Sprintf("backlog%d", i))
+	}
+	for i := range orders {
+		waitNotifications(t, f, fmt.Sprintf("backlog%d", i))
+	}
+	log := &attemptLog{count: map[string]int{}}
+	var running atomic.Pointer[Webhooks]
+	var peak atomic.Int64
+	attempt := func(ctx context.Context, d webhook.Delivery) webhook.Attempt {
+		if w := running.Load(); w != nil {
+			w.mu.Lock()
+			held := int64(len(w.inflight))
+			w.mu.Unlock()
+			for p := peak.Load(); held > p && !peak.CompareAndSwap(p, held); p = peak.Load() {
+			}
+		}
+		return log.attempt(ctx, d)
+	}
+	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: attempt, RetryDelays: []time.Duration{time.Hour},
+		PerEndpoint: 4, Poll: time.Hour, ScanPage: page})
+	running.Store(w)
+	expectEachAttemptedOnce(t, f, log, orders)
+	if p := peak.Load(); p > 2*page {
+		t.Fatalf("%d notifications handed out at once, want at most two pages (%d)", p, 2*page)
+	}
 }
