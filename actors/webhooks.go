@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/transport/signature"
 	"github.com/paygate/gateway/transport/webhook"
 )
 
@@ -32,8 +33,9 @@ type WebhookConfig struct {
 	Now      func() time.Time
 	// Attempt sends one notification (webhook.Client.Deliver in production).
 	Attempt func(ctx context.Context, d webhook.Delivery) webhook.Attempt
-	// Keys returns a merchant's webhook key pair.
-	Keys func(merchantID string) (publicKey, secret string, ok bool)
+	// Keys returns a merchant's webhook public key and its key pair
+	// prepared for signing.
+	Keys func(merchantID string) (publicKey string, key *signature.Key, ok bool)
 	// RetryDelays are the retry offsets from the first attempt.
 	RetryDelays []time.Duration
 	// PerEndpoint bounds concurrent deliveries to one merchant endpoint.
@@ -596,13 +598,13 @@ func (d *deliveryActor) Receive(ctx actor.Context) {
 // time, to be replicated.
 func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
 	upd := &persistence.NotifyUpdate{ID: n.ID}
-	pk, sk, ok := w.cfg.Keys(n.Merchant)
+	pk, key, ok := w.cfg.Keys(n.Merchant)
 	start := w.cfg.Now()
 	w.renewLease(n.ID, start)
 	var res webhook.Attempt
 	if ok {
 		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AttemptTimeout)
-		res = w.cfg.Attempt(ctx, webhook.Delivery{URL: n.URL, Body: n.Body, PublicKey: pk, Secret: sk})
+		res = w.cfg.Attempt(ctx, webhook.Delivery{URL: n.URL, Body: n.Body, PublicKey: pk, Key: key})
 		cancel()
 	} else {
 		res = webhook.Attempt{Error: "merchant webhook keys unknown"}

@@ -11,8 +11,11 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/transport/signature"
 	"github.com/paygate/gateway/transport/webhook"
 )
+
+var testWebhookKey = signature.NewKey("whpk", "whsk")
 
 type attemptLog struct {
 	mu    sync.Mutex
@@ -38,7 +41,7 @@ func startWebhooksPolling(t *testing.T, f *fixture, attempt func(context.Context
 	t.Helper()
 	w := NewWebhooks(f.reg.system, WebhookConfig{
 		Store: f.store, Proposer: f.proposer, Logger: f.deps.Logger, Now: time.Now, Attempt: attempt,
-		Keys:        func(string) (string, string, bool) { return "whpk", "whsk", true },
+		Keys:        func(string) (string, *signature.Key, bool) { return "whpk", testWebhookKey, true },
 		RetryDelays: delays, PerEndpoint: 4, Poll: poll,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -329,7 +332,7 @@ func TestWebhooksSendAnOrdersNotificationsInOrder(t *testing.T) {
 func runWebhooks(t *testing.T, f *fixture, cfg WebhookConfig) (w *Webhooks, stop func()) {
 	t.Helper()
 	cfg.Store, cfg.Proposer, cfg.Logger, cfg.Now = f.store, f.proposer, f.deps.Logger, time.Now
-	cfg.Keys = func(string) (string, string, bool) { return "whpk", "whsk", true }
+	cfg.Keys = func(string) (string, *signature.Key, bool) { return "whpk", testWebhookKey, true }
 	w = NewWebhooks(f.reg.system, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -22,6 +22,7 @@ import (
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
 	"github.com/paygate/gateway/transport/server"
+	"github.com/paygate/gateway/transport/signature"
 	"github.com/paygate/gateway/transport/webhook"
 )
 
@@ -109,12 +110,12 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	hookClient := webhook.NewClient(webhook.Config{Guard: guard, UserAgent: "paygate-webhooks/1"})
 	n.webhooks = actors.NewWebhooks(n.system, actors.WebhookConfig{
 		Store: n.store, Proposer: n.raft, Logger: logger, Now: time.Now, Attempt: hookClient.Deliver,
-		Keys: func(id string) (string, string, bool) {
+		Keys: func(id string) (string, *signature.Key, bool) {
 			m := n.merchants.ByID(id)
 			if m == nil {
-				return "", "", false
+				return "", nil, false
 			}
-			return m.WebhookPublicKey, m.WebhookSecret, true
+			return m.WebhookPublicKey, m.WebhookKey(), true
 		},
 		RetryDelays: cfg.WebhookRetryDelays,
 		Poll:        time.Second, // retries are timed exactly; this is the safety net

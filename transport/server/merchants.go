@@ -29,7 +29,12 @@ type Merchant struct {
 	RateLimitRPS     int
 	limiter          *rate.Limiter
 	apiKey           *signature.Key // verifies request signatures
+	webhookKey       *signature.Key // signs notifications
 }
+
+// WebhookKey is the merchant's webhook key pair, prepared for signing
+// notifications.
+func (m *Merchant) WebhookKey() *signature.Key { return m.webhookKey }
 
 // Merchants is the in-memory merchant directory, keyed by API public key.
 // It is filled from the store at start and kept current from the FSM.
@@ -62,8 +67,9 @@ func (m *Merchants) Put(rec *persistence.Merchant) error {
 	mer := &Merchant{
 		ID: rec.ID, Name: rec.Name, APIPublicKey: rec.APIPublicKey, APISecret: string(api),
 		WebhookPublicKey: rec.WebhookPublicKey, WebhookSecret: string(hook), RateLimitRPS: rps,
-		limiter: rate.NewLimiter(rate.Limit(rps), 2*rps),
-		apiKey:  signature.NewKey(rec.APIPublicKey, string(api)),
+		limiter:    rate.NewLimiter(rate.Limit(rps), 2*rps),
+		apiKey:     signature.NewKey(rec.APIPublicKey, string(api)),
+		webhookKey: signature.NewKey(rec.WebhookPublicKey, string(hook)),
 	}
 	m.mu.Lock()
 	m.byKey[mer.APIPublicKey] = mer

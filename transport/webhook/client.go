@@ -51,7 +51,9 @@ type Delivery struct {
 	URL       string // the merchant's callback_url
 	Body      []byte // the exact JSON body; it is what is signed
 	PublicKey string // webhook public key, sent as the merchant header
-	Secret    string // webhook secret key, used only to sign
+	// Key signs the body: the merchant's webhook key pair, prepared once
+	// (signature.NewKey) so that an attempt does not key an HMAC afresh.
+	Key *signature.Key
 }
 
 // Attempt is the outcome of one delivery attempt. Error is empty when
@@ -68,6 +70,7 @@ type Attempt struct {
 // the status code.
 const (
 	errInvalidURL    = "invalid url"
+	errNoKey         = "no signing key"
 	errGuard         = "connect: refused by SSRF guard"
 	errDNS           = "connect: dns lookup failed"
 	errConnRefused   = "connect: connection refused"
@@ -179,6 +182,9 @@ func (c *Client) deliver(ctx context.Context, d Delivery) Attempt {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Attempt{Error: errInvalidURL}
 	}
+	if d.Key == nil { // never sent unsigned
+		return Attempt{Error: errNoKey}
+	}
 	if err := ctx.Err(); err != nil {
 		return Attempt{Error: classify(&attemptError{stageConnect, err})}
 	}
@@ -208,7 +214,7 @@ func (c *Client) deliver(ctx context.Context, d Delivery) Attempt {
 	req.Header.Set("Accept", "application/json")
 	req.Header.SetUserAgent(c.ua)
 	req.Header.Set("merchant", d.PublicKey)
-	req.Header.Set("signature", signature.Sign(d.PublicKey, d.Secret, d.Body))
+	req.Header.Set("signature", d.Key.Sign(d.Body))
 	req.SetBodyRaw(d.Body) // not copied: req is released before Deliver returns
 	if ctx.Done() != nil {
 		req.SetUserValue(ctxKey{}, ctx) // for roundTrip

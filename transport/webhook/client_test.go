@@ -26,7 +26,7 @@ const (
 var testBody = []byte(`{"order_id":"order-1","status":"declined","amount":1020,"currency":"USD"}`)
 
 func testDelivery(url string) Delivery {
-	return Delivery{URL: url, Body: testBody, PublicKey: testPK, Secret: testSK}
+	return Delivery{URL: url, Body: testBody, PublicKey: testPK, Key: signature.NewKey(testPK, testSK)}
 }
 
 // clientFor returns a Client whose guard permits only the given receivers.
@@ -87,6 +87,25 @@ func TestDeliverDelivered(t *testing.T) {
 		if s != addr.String() {
 			t.Errorf("socket to %s", s)
 		}
+	}
+}
+
+// A delivery without a key is never sent unsigned: it fails before a
+// connection is made.
+func TestDeliverWithoutKeyIsNotSent(t *testing.T) {
+	var hits atomic.Int32
+	url, addr := receiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, `{"status":"ok"}`)
+	}))
+	c, log := clientFor(t, Config{}, addr)
+	d := testDelivery(url)
+	d.Key = nil
+	if a := c.Deliver(context.Background(), d); a.Delivered || a.Error != errNoKey {
+		t.Fatalf("Deliver = %+v, want %q", a, errNoKey)
+	}
+	if hits.Load() != 0 || len(log.socketAddrs()) != 0 {
+		t.Fatalf("%d requests, sockets %v: an unsigned notification went out", hits.Load(), log.socketAddrs())
 	}
 }
 

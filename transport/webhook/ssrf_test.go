@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/paygate/gateway/transport/signature"
 )
 
 // TestSSRFBypassAttempts throws the usual SSRF bypasses at both guards. A
@@ -107,7 +109,7 @@ func TestSSRFBypassAttempts(t *testing.T) {
 				t.Errorf("CheckURL = %v, want %v", err, tc.check)
 			}
 			before := len(log.socketAddrs())
-			a := c.Deliver(ctx, Delivery{URL: tc.url, Body: []byte(`{"order_id":"o-1"}`), PublicKey: "whk_pk", Secret: "whk_sk"})
+			a := c.Deliver(ctx, Delivery{URL: tc.url, Body: []byte(`{"order_id":"o-1"}`), PublicKey: "whk_pk", Key: signature.NewKey("whk_pk", "whk_sk")})
 			if a.Delivered || a.Error != tc.deliver || a.HTTPCode != tc.httpCode {
 				t.Errorf("Deliver = %+v, want error %q, code %d", a, tc.deliver, tc.httpCode)
 			}
@@ -248,7 +250,7 @@ func TestDialSkipsForbiddenResolvedAddresses(t *testing.T) {
 	}, addr)
 	c := NewClient(Config{Guard: g})
 	defer c.CloseIdleConnections()
-	a := c.Deliver(context.Background(), Delivery{URL: fmt.Sprintf("http://mixed.example.com:%d/", port)})
+	a := c.Deliver(context.Background(), Delivery{URL: fmt.Sprintf("http://mixed.example.com:%d/", port), Key: signature.NewKey("", "")})
 	if !a.Delivered {
 		t.Fatalf("Deliver = %+v, want delivered via the permitted address", a)
 	}
