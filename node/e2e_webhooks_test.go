@@ -252,8 +252,22 @@ func TestWebhookSurvivesKill(t *testing.T) {
 	n := nodetest.Start(t, nodetest.Options{Args: []string{"--webhook-retry-delays", "2s,4s"}})
 	m := n.CreateMerchant(t, 10000)
 	rcv := newReceiver(t, fail500)
-	chargeWithCallback(m, t, rcv.URL())
+	id := chargeWithCallback(m, t, rcv.URL())
 	first := rcv.waitCalls(1, 5*time.Second)[0].at
+	// Kill once the failed attempt and its retry time are committed: a kill
+	// before that loses the result, and the restarted node rightly makes
+	// the first attempt again at once (at least once), which is not what
+	// this test is about.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if d := listDeliveries(t, n, m.ID, id); len(d) == 1 {
+			if attempts, _ := d[0]["attempts"].([]any); len(attempts) == 1 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first attempt's result was not committed")
+		}
+	}
 	n.Kill()
 	n.Restart()
 	c := rcv.waitCalls(2, 10*time.Second)
