@@ -98,8 +98,12 @@ func TestAnalyzeTraceFindsRunningWaitingAndSyscalls(t *testing.T) {
 	// P with the waiters' 20 ms: together they run for much of those ~60
 	// ms (38–67 ms in 25 runs under the race detector, the machine's other
 	// work taking the rest), and each waits runnable while the other runs.
-	if spun < 25*time.Millisecond || spun < waiterRan+unknownRan {
-		t.Errorf("spinners ran %v in all (waiters %v, unknown %v), want much of 60ms and more than the waiters", spun, waiterRan, unknownRan)
+	// (The waiters' total is not bounded by their 20 ms: a trace counts a
+	// goroutine running while it holds the P, and when the OS takes the
+	// thread away mid-spin, that time counts too: under a CPU hog, in a
+	// full run of the package, the waiters ran 91 ms in all.)
+	if spun < 25*time.Millisecond {
+		t.Errorf("spinners ran %v in all (waiters %v, unknown %v), want much of 60ms", spun, waiterRan, unknownRan)
 	}
 	if waited < 20*time.Millisecond {
 		t.Errorf("runnable waiting %v in all, want the spinners' turns (tens of ms)", waited)
