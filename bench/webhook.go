@@ -1,12 +1,13 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/transport/signature"
@@ -123,15 +124,63 @@ func (s *webhookSink) handle(ctx *fasthttp.RequestCtx) {
 	verified := s.pk == "" ||
 		(string(ctx.Request.Header.Peek("merchant")) == s.pk &&
 			s.key.Verify(body, ctx.Request.Header.Peek("signature")))
-	var n struct {
-		OrderID string `json:"order_id"`
-		Status  string `json:"status"`
-	}
-	_ = json.Unmarshal(body, &n) // an unreadable body is answered ok too: nothing to match it to
-	s.notified(n.OrderID, n.Status, verified, now)
+	// An unreadable body is answered ok too: nothing to match it to.
+	orderID, status := notificationFields(body)
+	s.notified(orderID, status, verified, now)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(okBody)
+}
+
+// notificationDecoder reads the two members the sink needs; pooled, so
+// its buffers are reused from one notification to the next.
+type notificationDecoder struct {
+	r bytes.Reader
+	d jsontext.Decoder
+}
+
+var notificationDecoders = sync.Pool{New: func() any { return new(notificationDecoder) }}
+
+// notificationFields reads a notification's order_id and status. The order
+// view puts both among its first members (order/view_json.go), so reading
+// stops there instead of decoding the whole body: decoding it all was ~6 %
+// of the harness under the webhooks workload, CPU the node it measures
+// shares. A body it cannot read to both gives what it found ("" if none).
+func notificationFields(body []byte) (orderID, status string) {
+	nd := notificationDecoders.Get().(*notificationDecoder)
+	defer func() {
+		nd.r.Reset(nil) // keep no hold on body
+		notificationDecoders.Put(nd)
+	}()
+	nd.r.Reset(body)
+	d := &nd.d
+	d.Reset(&nd.r)
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return "", ""
+	}
+	for (orderID == "" || status == "") && d.PeekKind() == '"' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return orderID, status
+		}
+		key := name.String()
+		if key != "order_id" && key != "status" {
+			if d.SkipValue() != nil {
+				return orderID, status
+			}
+			continue
+		}
+		v, err := d.ReadToken()
+		if err != nil || v.Kind() != '"' {
+			return orderID, status
+		}
+		if key == "order_id" {
+			orderID = v.String()
+		} else {
+			status = v.String()
+		}
+	}
+	return orderID, status
 }
 
 func (s *webhookSink) notified(orderID, status string, verified bool, at time.Time) {
