@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/paygate/gateway/persistence"
 )
 
@@ -18,13 +20,17 @@ type ScheduleReader interface {
 	// DueExpiries lists unpaid forms and unanswered 3-D Secure challenges
 	// whose time is up, as DueSettlements does.
 	DueExpiries(now int64, after persistence.ScheduleCursor, limit int) ([]persistence.OrderRef, persistence.ScheduleCursor, error)
+	// FinishedNotifications lists notifications delivered or failed before
+	// a time, oldest first.
+	FinishedNotifications(before int64, limit int) ([]string, error)
 }
 
 // Scheduler drives the durable schedules of the leader: automatic
 // settlements whose delay has ended, authorisations left pending by a
-// restart or a leadership change, and hosted forms and 3-D Secure
-// challenges whose time is up. The schedules live in the store, so a new
-// leader simply starts a Scheduler and continues them.
+// restart or a leadership change, hosted forms and 3-D Secure challenges
+// whose time is up, and notifications past their retention. The schedules
+// live in the store, so a new leader simply starts a Scheduler and
+// continues them.
 type Scheduler struct {
 	Store    ScheduleReader
 	Registry *Registry
@@ -35,8 +41,16 @@ type Scheduler struct {
 	// ExpiryPoll is how often ended forms and challenges are looked for
 	// (0: Poll).
 	ExpiryPoll time.Duration
-	// PageSize is how many due entries are read at once (0: 1,000).
+	// PageSize is how many due entries are read at once, and how many
+	// notifications one prune removes (0: 1,000).
 	PageSize int
+	// Proposer commits the retention pass's prunes.
+	Proposer Proposer
+	// NotifyRetention is how long delivered and failed notifications are
+	// kept, with their bodies (0: for ever).
+	NotifyRetention time.Duration
+	// RetentionPoll is how often the retention pass runs (0: a minute).
+	RetentionPoll time.Duration
 }
 
 // scheduleWorkers bounds the settlements (or expiries) under way at once:
@@ -68,6 +82,13 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.every(ctx, expiryPoll, s.expireDue) })
+	if s.NotifyRetention > 0 {
+		retentionPoll := s.RetentionPoll
+		if retentionPoll <= 0 {
+			retentionPoll = time.Minute
+		}
+		wg.Go(func() { s.every(ctx, retentionPoll, s.pruneNotifications) })
+	}
 	s.every(ctx, s.Poll, s.settleDue)
 	wg.Wait()
 }
@@ -103,10 +124,7 @@ func (s *Scheduler) expireDue(ctx context.Context) {
 // the schedule is exhausted or ctx ends.
 func (s *Scheduler) workThrough(ctx context.Context, what string,
 	list func(int64, persistence.ScheduleCursor, int) ([]persistence.OrderRef, persistence.ScheduleCursor, error), msg any) {
-	pageSize := s.PageSize
-	if pageSize <= 0 {
-		pageSize = 1000
-	}
+	pageSize := s.pageSize()
 	now := s.Now().UnixNano()
 	var cursor persistence.ScheduleCursor
 	for ctx.Err() == nil {
@@ -145,4 +163,45 @@ feed:
 	}
 	close(work)
 	wg.Wait()
+}
+
+func (s *Scheduler) pageSize() int {
+	if s.PageSize <= 0 {
+		return 1000 // a prune of 1,000: 3,000 deletes, a ~35 KB log entry
+	}
+	return s.PageSize
+}
+
+var notificationsPruned = metrics.GetOrCreateCounter(`gateway_webhook_pruned_total`)
+
+// pruneNotifications removes the notifications that finished longer than
+// NotifyRetention ago, a page per command, until none is left or ctx ends.
+// The FSM checks each listed notification again, so one redelivered since
+// the listing stays.
+func (s *Scheduler) pruneNotifications(ctx context.Context) {
+	before := s.Now().Add(-s.NotifyRetention).UnixNano()
+	page := s.pageSize()
+	for ctx.Err() == nil {
+		ids, err := s.Store.FinishedNotifications(before, page)
+		if err != nil {
+			s.Logger.Error("list finished notifications", "error", err)
+			return
+		}
+		if len(ids) == 0 {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		r, err := s.Proposer.Propose(pctx, &persistence.Cmd{Prune: &persistence.NotifyPrune{Before: before, IDs: ids}})
+		cancel()
+		if err != nil {
+			s.Logger.Warn("prune notifications", "error", err)
+			return
+		}
+		notificationsPruned.Add(r.Pruned)
+		// A page none of which could go would come back first in every
+		// listing: stop rather than spin on it.
+		if len(ids) < page || r.Pruned == 0 {
+			return
+		}
+	}
 }

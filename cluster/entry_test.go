@@ -38,6 +38,7 @@ func entrySamples() map[string]persistence.Cmd {
 		"Notify": {Notify: &persistence.NotifyUpdate{ID: "ntf_1", Time: 3,
 			Attempt: &persistence.AttemptRecord{At: 3, HTTPCode: 500, DurationNs: 10}, NextDueAt: 4}},
 		"Member": {Member: &persistence.Member{NodeID: "n1", RaftAddr: "127.0.0.1:7001", HTTPAddr: "127.0.0.1:8081"}},
+		"Prune":  {Prune: &persistence.NotifyPrune{Before: 11, IDs: []string{"ntf_1", "ntf_2"}}},
 	}
 }
 

@@ -24,6 +24,7 @@ type Config struct {
 	VaultKeyFile          string
 	AllowPrivateCallbacks bool
 	WebhookRetryDelays    []time.Duration
+	WebhookRetention      time.Duration // delivered and failed notifications; 0 = for ever
 	SettleDelayUnit       time.Duration
 	AcquirerLatency       time.Duration
 
@@ -67,8 +68,12 @@ func Defaults() Config {
 		RaftAddr:           "127.0.0.1:7000",
 		FormTTL:            30 * time.Minute,
 		WebhookRetryDelays: DefaultRetryDelays,
-		SettleDelayUnit:    time.Hour,
-		TokenTTL:           365 * 24 * time.Hour,
+		// A finished notification is ~1 KB with its body: kept for ever,
+		// the store and its snapshots would grow with every status change
+		// (docs/webhooks.md, "How long they are kept").
+		WebhookRetention: 30 * 24 * time.Hour,
+		SettleDelayUnit:  time.Hour,
+		TokenTTL:         365 * 24 * time.Hour,
 		// A snapshot at full disk speed stalls the raft log's fsyncs and
 		// Pebble's flushes; at 32 MiB/s a million orders (1.4 GB) take 45 s
 		// in the background (docs/performance.md).
@@ -115,6 +120,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SettleDelayUnit <= 0 {
 		return errors.New("--settle-delay-unit must be positive")
+	}
+	if c.WebhookRetention < 0 {
+		return errors.New("--webhook-retention must not be negative (0 keeps notifications for ever)")
 	}
 	if c.FormURL == "" {
 		c.FormURL = "http://" + c.HTTPAddr

@@ -309,3 +309,30 @@ func TestClusterLeaderChangeResumesWork(t *testing.T) {
 	second.Restart()
 	c.WaitConverged(30 * time.Second)
 }
+
+// Retention removes a delivered notification from every replica, not just
+// the leader's store, and the replicas still agree byte for byte.
+func TestClusterRetentionPrunesEveryReplica(t *testing.T) {
+	c := nodetest.StartCluster(t, 3, "--webhook-retention", "500ms")
+	hooks := newReceiver(t)
+	leader := c.WaitLeader(nil, 10*time.Second)
+	m := leader.CreateMerchant(t, 10000)
+	m.HTTPClient = clusterClient()
+	ids := []string{chargeWithCallback(m, t, hooks.URL()), chargeWithCallback(m, t, hooks.URL())}
+	hooks.waitCalls(len(ids), 10*time.Second)
+	for _, n := range c.Nodes {
+		for _, id := range ids {
+			for deadline := time.Now().Add(15 * time.Second); len(listDeliveries(t, n, m.ID, id)) != 0; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s still lists the notification of %s: %v", n.ID, id, listDeliveries(t, n, m.ID, id))
+				}
+			}
+		}
+	}
+	for _, id := range ids {
+		if r := m.Post(t, "status", map[string]any{"order_id": id}); r.Str("status") != "authorized" {
+			t.Fatalf("the order outlives its notification: %d %s", r.Status, r.Body)
+		}
+	}
+	c.WaitConverged(30 * time.Second)
+}

@@ -341,3 +341,61 @@ func TestCallbackURLRefusedWithoutPrivateCallbacks(t *testing.T) {
 		t.Fatalf("canary got %d connections", hits.Load())
 	}
 }
+
+// With --webhook-retention, a delivered notification leaves the operator's
+// listing once the retention has passed, not before; one still being
+// retried stays.
+func TestWebhookRetentionPrunesFinished(t *testing.T) {
+	const retention = 1500 * time.Millisecond
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--webhook-retention", retention.String(), "--webhook-retry-delays", "1h"}})
+	m := n.CreateMerchant(t, 10000)
+	up := newReceiver(t)
+	down := newReceiver(t, fail500)
+	charged := time.Now() // the notification finishes after this
+	delivered := chargeWithCallback(m, t, up.URL())
+	retried := chargeWithCallback(m, t, down.URL())
+	up.waitCalls(1, 5*time.Second)
+	down.waitCalls(1, 5*time.Second)
+	stateOf := func(orderID string) string {
+		d := listDeliveries(t, n, m.ID, orderID)
+		if len(d) == 0 {
+			return "pruned"
+		}
+		return d[0]["state"].(string)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		s := stateOf(delivered)
+		if s == "delivered" {
+			if d := listDeliveries(t, n, m.ID, delivered); len(d) == 1 && d[0]["finished_at"] == nil {
+				t.Fatalf("a delivered notification's listing has no finished_at: %v", d[0])
+			}
+			break
+		}
+		if s == "pruned" || time.Now().After(deadline) {
+			t.Fatalf("not seen delivered: %s", s)
+		}
+	}
+	// Read at once, well within the retention counted from any time the
+	// delivery can have finished: it must still be there.
+	s := stateOf(delivered)
+	if within := time.Since(charged) < retention; within && s != "delivered" {
+		t.Fatalf("%v after the charge, within the retention of %v: %s", time.Since(charged), retention, s)
+	}
+	for deadline := time.Now().Add(10 * time.Second); stateOf(delivered) != "pruned"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered notification still listed %v after the charge, retention %v", time.Since(charged), retention)
+		}
+	}
+	if s := stateOf(retried); s != "pending" {
+		t.Fatalf("notification awaiting its retry: %s, want pending", s)
+	}
+	resp, err := http.Get(n.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	metrics, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(metrics), "\ngateway_webhook_pruned_total 1\n") {
+		t.Fatalf("gateway_webhook_pruned_total is not 1:\n%s", metrics)
+	}
+}

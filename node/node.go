@@ -265,7 +265,12 @@ func (n *Node) leaderWork(ctx context.Context) {
 	poll := n.cfg.SettleDelayUnit / 10
 	poll = min(max(poll, 5*time.Millisecond), time.Second)
 	sched := &actors.Scheduler{Store: n.store, Registry: n.registry, Logger: n.logger, Now: time.Now, Poll: poll,
-		ExpiryPoll: n.expiryPoll()} // forms.go
+		ExpiryPoll: n.expiryPoll(), // forms.go
+		Proposer:   n.raft, NotifyRetention: n.cfg.WebhookRetention,
+		// A tenth of the retention, at most a minute: a notification
+		// outlives it by that much at most.
+		RetentionPoll: min(max(n.cfg.WebhookRetention/10, 10*time.Millisecond), time.Minute),
+	}
 	webhooksDone := make(chan struct{})
 	go func() {
 		defer close(webhooksDone)

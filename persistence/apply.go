@@ -23,6 +23,8 @@ type Cmd struct {
 	Order    *order.Command `json:"o,omitempty"`
 	Merchant *Merchant      `json:"m,omitempty"`
 	Notify   *NotifyUpdate  `json:"n,omitempty"`
+	// Prune removes notifications past their retention (notify.go).
+	Prune *NotifyPrune `json:"np,omitempty"`
 	// Member records a cluster member (members.go).
 	Member *Member `json:"mb,omitempty"`
 }
@@ -38,7 +40,9 @@ type Result struct {
 	// Notification is set when applying a NotifyUpdate: the record as it
 	// now stands, without its body (Store.Notification reads it whole).
 	Notification *Notification
-	Err          error
+	// Pruned is how many notifications a NotifyPrune removed.
+	Pruned int
+	Err    error
 }
 
 // Batch is one Pebble batch: the effects of one Raft batch, applied by the
@@ -249,6 +253,8 @@ func (b *Batch) Apply(c *Cmd) Result {
 		return b.applyNotify(c.Notify)
 	case c.Member != nil:
 		return b.applyMember(c.Member)
+	case c.Prune != nil:
+		return b.applyPrune(c.Prune)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }

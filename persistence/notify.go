@@ -34,9 +34,13 @@ type Notification struct {
 	CreatedAt   int64        `json:"created_at"`
 	State       NotifyState  `json:"state"`
 	// FirstAttemptAt anchors the retry offsets (contract section 6).
-	FirstAttemptAt int64           `json:"first_attempt_at,omitempty"`
-	NextDueAt      int64           `json:"next_due_at,omitempty"`
-	Attempts       []AttemptRecord `json:"attempts,omitempty"`
+	FirstAttemptAt int64 `json:"first_attempt_at,omitempty"`
+	NextDueAt      int64 `json:"next_due_at,omitempty"`
+	// FinishedAt is when the notification was delivered or failed (0 while
+	// pending): its place in the retention index (x/), pruned after
+	// --webhook-retention.
+	FinishedAt int64           `json:"finished_at,omitempty"`
+	Attempts   []AttemptRecord `json:"attempts,omitempty"`
 }
 
 // AttemptRecord is one delivery attempt.
@@ -93,6 +97,10 @@ func (b *Batch) applyNotify(u *NotifyUpdate) Result {
 	}
 	switch {
 	case u.Redeliver:
+		if n.FinishedAt != 0 {
+			b.del(timedKey(prefixFinished, n.FinishedAt, []byte(n.ID)))
+			n.FinishedAt = 0
+		}
 		n.State = NotifyPending
 		n.FirstAttemptAt = 0
 		n.NextDueAt = u.Time
@@ -120,12 +128,58 @@ func (b *Batch) applyNotify(u *NotifyUpdate) Result {
 		default:
 			n.NextDueAt = u.NextDueAt
 		}
+		if n.State != NotifyPending {
+			n.FinishedAt = u.Time
+			b.set(timedKey(prefixFinished, n.FinishedAt, []byte(n.ID)), nil)
+		}
 	}
 	b.putNotification(n)
 	if n.State == NotifyPending {
 		b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), nil)
 	}
 	return Result{Notification: n}
+}
+
+// NotifyPrune removes finished notifications past their retention: the
+// leader lists them (FinishedNotifications) and the FSM checks each again,
+// so a notification redelivered since the listing stays.
+type NotifyPrune struct {
+	// Before is the retention cut: notifications finished before it go.
+	Before int64    `json:"before"`
+	IDs    []string `json:"ids"`
+}
+
+// applyPrune deletes each listed notification that is still finished
+// before p.Before: its record, its body and its retention entry.
+func (b *Batch) applyPrune(p *NotifyPrune) Result {
+	pruned := 0
+	for _, id := range p.IDs {
+		n, err := readNotification(b, id)
+		if err != nil {
+			panic(fmt.Sprintf("persistence: read notification: %v", err))
+		}
+		if n == nil || n.State == NotifyPending || n.FinishedAt == 0 || n.FinishedAt >= p.Before {
+			continue
+		}
+		b.del(notifyKey(id))
+		b.del(notifyBodyKey(id))
+		b.del(timedKey(prefixFinished, n.FinishedAt, []byte(id)))
+		pruned++
+	}
+	return Result{Pruned: pruned}
+}
+
+// FinishedNotifications lists up to limit notifications delivered or failed
+// before before, oldest first: what the retention pass prunes next.
+// Notifications finished before the retention index existed are not in it
+// and are kept.
+func (s *Store) FinishedNotifications(before int64, limit int) ([]string, error) {
+	var ids []string
+	err := s.scanTimed(finishedIndex, before, func(k []byte) bool {
+		ids = append(ids, string(k[len(prefixFinished)+8:]))
+		return len(ids) < limit
+	})
+	return ids, err
 }
 
 // Notification returns a notification by id with its body, or nil.

@@ -18,13 +18,17 @@ import (
 // record is then a few dozen bytes. A stored body is never read on the
 // write path: applyNotify has no use for it.
 //
-// Records written before still read: format 1 holds the body inline, and
-// older ones are JSON (they start with '{'). Either is rewritten as format 2
-// at its next change, its body then moving to b/.
+// Format 3 adds FinishedAt after the attempts (retention).
+//
+// Records written before still read: format 1 holds the body inline,
+// format 2 has no FinishedAt, and older ones are JSON (they start with
+// '{'). Each is rewritten as format 3 at its next change, a body held
+// inline then moving to b/.
 
 const (
 	notificationFormatV1 byte = 1 // body inline
 	notificationFormatV2 byte = 2 // body under b/
+	notificationFormatV3 byte = 3 // and FinishedAt
 )
 
 // attemptBytesMin is the smallest encoded AttemptRecord (four one-byte
@@ -35,11 +39,11 @@ func notifyBodyKey(id string) []byte { return append([]byte(prefixBody), id...) 
 
 // appendNotification encodes n's record, without its body.
 func appendNotification(dst []byte, n *Notification) []byte {
-	return appendNotificationFormat(dst, n, notificationFormatV2)
+	return appendNotificationFormat(dst, n, notificationFormatV3)
 }
 
-// appendNotificationFormat encodes n's record in format 2, or in format 1
-// (body inline) for the tests that check older records still read.
+// appendNotificationFormat encodes n's record in format 3, or in an older
+// format for the tests that check older records still read.
 func appendNotificationFormat(dst []byte, n *Notification, format byte) []byte {
 	dst = append(dst, format)
 	dst = wire.AppendString(dst, n.ID)
@@ -62,12 +66,15 @@ func appendNotificationFormat(dst []byte, n *Notification, format byte) []byte {
 		dst = wire.AppendString(dst, a.Error)
 		dst = binary.AppendVarint(dst, a.DurationNs)
 	}
+	if format >= notificationFormatV3 {
+		dst = binary.AppendVarint(dst, n.FinishedAt)
+	}
 	return dst
 }
 
-// decodeNotification decodes a stored record: format 2, or an older one
-// with its body inline. The body of a format 2 record is left nil
-// (readNotificationBody). v is not retained.
+// decodeNotification decodes a stored record of any format. The body of a
+// format 2 or 3 record is left nil (readNotificationBody). v is not
+// retained.
 func decodeNotification(v []byte) (*Notification, error) {
 	if len(v) > 0 && v[0] == '{' {
 		var n Notification
@@ -76,9 +83,9 @@ func decodeNotification(v []byte) (*Notification, error) {
 		}
 		return &n, nil
 	}
-	format := notificationFormatV2
-	if len(v) > 0 && v[0] == notificationFormatV1 {
-		format = notificationFormatV1
+	format := notificationFormatV3
+	if len(v) > 0 && (v[0] == notificationFormatV1 || v[0] == notificationFormatV2) {
+		format = v[0]
 	}
 	d := wire.NewDecoder(v, format, "notification")
 	n := &Notification{}
@@ -103,6 +110,9 @@ func decodeNotification(v []byte) (*Notification, error) {
 			a.Error = d.Str()
 			a.DurationNs = d.Varint()
 		}
+	}
+	if format >= notificationFormatV3 {
+		n.FinishedAt = d.Varint()
 	}
 	if err := d.Finish(); err != nil {
 		return nil, err

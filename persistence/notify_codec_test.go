@@ -16,7 +16,7 @@ func sampleNotification(attempts int) *Notification {
 		ID: "ntf_0123456789abcdef01234567", Merchant: "m1", OrderID: "o-1", OrderStatus: order.StatusAuthorized,
 		URL: "https://merchant.example/hooks?x=1", Body: []byte(`{"order_id":"o-1","status":"authorized"}`),
 		CreatedAt: 1_795_000_000_000_000_000, State: NotifyPending, FirstAttemptAt: 1_795_000_000_100_000_000,
-		NextDueAt: -5, // any int64 round-trips
+		NextDueAt: -5, FinishedAt: -7, // any int64 round-trips
 	}
 	for i := range attempts {
 		n.Attempts = append(n.Attempts, AttemptRecord{At: int64(i+1) * 1e9, HTTPCode: 500 + i, Error: fmt.Sprintf("http status %d", 500+i), DurationNs: 1234567})
@@ -40,12 +40,17 @@ func TestNotificationCodec(t *testing.T) {
 		}
 	}
 	for _, n := range []*Notification{{}, sampleNotification(0), sampleNotification(1), sampleNotification(attemptsMax)} {
-		// Format 2, as records are written now: the body is stored apart.
+		// Format 3, as records are written now: the body is stored apart.
 		record := *n
 		record.Body = nil
 		checkNotificationRoundTrip(t, appendNotification([]byte("prefix"), n)[len("prefix"):], &record)
-		// Format 1, as an older version wrote records: the body inline.
-		checkNotificationRoundTrip(t, appendNotificationFormat([]byte("prefix"), n, notificationFormatV1)[len("prefix"):], n)
+		// Format 2, as an older version wrote records: no FinishedAt.
+		older := record
+		older.FinishedAt = 0
+		checkNotificationRoundTrip(t, appendNotificationFormat([]byte("prefix"), &older, notificationFormatV2)[len("prefix"):], &older)
+		// Format 1, older still: the body inline.
+		older.Body = n.Body
+		checkNotificationRoundTrip(t, appendNotificationFormat([]byte("prefix"), &older, notificationFormatV1)[len("prefix"):], &older)
 
 		if n.ID == "" {
 			continue // JSON decodes the zero record's empty body as [], not nil
@@ -62,6 +67,7 @@ func TestNotificationCodec(t *testing.T) {
 
 	for _, valid := range [][]byte{
 		appendNotification(nil, sampleNotification(3)),
+		appendNotificationFormat(nil, sampleNotification(3), notificationFormatV2),
 		appendNotificationFormat(nil, sampleNotification(3), notificationFormatV1),
 	} {
 		for i := range len(valid) {
@@ -132,7 +138,7 @@ func TestNotificationLifecycle(t *testing.T) {
 	if due, _ := ts.DueNotifications(n.NextDueAt, 10, nil); len(due) != 1 || due[0].ID != n.ID || !bytes.Equal(due[0].Body, n.Body) {
 		t.Fatalf("due after create: %+v", due)
 	}
-	if rec := storedValue(t, ts, notifyKey(n.ID)); rec[0] != notificationFormatV2 || bytes.Contains(rec, n.Body) {
+	if rec := storedValue(t, ts, notifyKey(n.ID)); rec[0] != notificationFormatV3 || bytes.Contains(rec, n.Body) {
 		t.Fatalf("record after create: format %d, %d bytes, holds the body: %t", rec[0], len(rec), bytes.Contains(rec, n.Body))
 	}
 
@@ -163,8 +169,9 @@ func TestNotificationLifecycle(t *testing.T) {
 		t.Fatalf("due at the retry time, with its body: %+v", due)
 	}
 
-	// The same record as older versions wrote it, the body inline: JSON,
-	// then binary format 1. Each takes an update.
+	// The same record as older versions wrote it: JSON and binary format 1
+	// with the body inline, format 2 without FinishedAt. Each takes an
+	// update.
 	legacyFormats := []struct {
 		name   string
 		encode func(*Notification) ([]byte, error)
@@ -172,6 +179,9 @@ func TestNotificationLifecycle(t *testing.T) {
 		{"JSON", func(n *Notification) ([]byte, error) { return json.Marshal(n, json.Deterministic(true)) }},
 		{"format 1", func(n *Notification) ([]byte, error) {
 			return appendNotificationFormat(nil, n, notificationFormatV1), nil
+		}},
+		{"format 2", func(n *Notification) ([]byte, error) {
+			return appendNotificationFormat(nil, n, notificationFormatV2), nil
 		}},
 	}
 	for i, format := range legacyFormats {
@@ -182,8 +192,10 @@ func TestNotificationLifecycle(t *testing.T) {
 		if err := ts.db.Set(notifyKey(n.ID), legacy, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := ts.db.Delete(notifyBodyKey(n.ID), nil); err != nil {
-			t.Fatal(err)
+		if format.name != "format 2" {
+			if err := ts.db.Delete(notifyBodyKey(n.ID), nil); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if got, err := ts.Notification(n.ID); err != nil || !reflect.DeepEqual(got, &want) {
 			t.Fatalf("%s record: %v\n got %+v\nwant %+v", format.name, err, got, &want)
@@ -193,8 +205,8 @@ func TestNotificationLifecycle(t *testing.T) {
 		if r.Err != nil || r.Notification.State != NotifyPending {
 			t.Fatalf("%s record, redelivery: %+v", format.name, r)
 		}
-		if rec := storedValue(t, ts, notifyKey(n.ID)); rec[0] != notificationFormatV2 {
-			t.Fatalf("%s record after an update starts with %q, want format 2", format.name, rec[0])
+		if rec := storedValue(t, ts, notifyKey(n.ID)); rec[0] != notificationFormatV3 {
+			t.Fatalf("%s record after an update starts with %q, want format 3", format.name, rec[0])
 		}
 		if body := storedValue(t, ts, notifyBodyKey(n.ID)); !bytes.Equal(body, n.Body) {
 			t.Fatalf("%s record: body under b/ after an update: %q", format.name, body)

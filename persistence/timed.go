@@ -12,13 +12,14 @@ import (
 type timedIndex int
 
 const (
-	queueIndex  timedIndex = iota // q/: webhook deliveries (notify.go)
-	settleIndex                   // s/: automatic settlements
-	expiryIndex                   // e/: form lifetimes and 3-D Secure challenges (forms.go)
+	queueIndex    timedIndex = iota // q/: webhook deliveries (notify.go)
+	settleIndex                     // s/: automatic settlements
+	expiryIndex                     // e/: form lifetimes and 3-D Secure challenges (forms.go)
+	finishedIndex                   // x/: finished notifications, for retention (notify.go)
 	timedIndexes
 )
 
-var timedPrefixes = [timedIndexes]string{prefixDue, prefixSettle, prefixExpiry}
+var timedPrefixes = [timedIndexes]string{prefixDue, prefixSettle, prefixExpiry, prefixFinished}
 
 // timedFloor keeps scans of a schedule off the tombstones of what it has
 // done. Each delivery, settlement or expiry deletes its key, and until

@@ -16,15 +16,18 @@ const webhooksListMax = 1000
 // deliveryView is a notification as operators see it. The body is not
 // shown: it is the order, which merchants get from the API.
 type deliveryView struct {
-	ID          string        `json:"id"`
-	MerchantID  string        `json:"merchant_id"`
-	OrderID     string        `json:"order_id"`
-	OrderStatus string        `json:"order_status"`
-	URL         string        `json:"url"`
-	State       string        `json:"state"`
-	CreatedAt   string        `json:"created_at"`
-	NextDueAt   string        `json:"next_due_at,omitempty"`
-	Attempts    []attemptView `json:"attempts"`
+	ID          string `json:"id"`
+	MerchantID  string `json:"merchant_id"`
+	OrderID     string `json:"order_id"`
+	OrderStatus string `json:"order_status"`
+	URL         string `json:"url"`
+	State       string `json:"state"`
+	CreatedAt   string `json:"created_at"`
+	NextDueAt   string `json:"next_due_at,omitempty"`
+	// FinishedAt is when it was delivered or failed: retention counts
+	// from it.
+	FinishedAt string        `json:"finished_at,omitempty"`
+	Attempts   []attemptView `json:"attempts"`
 }
 
 type attemptView struct {
@@ -39,6 +42,9 @@ func newDeliveryView(n *persistence.Notification) deliveryView {
 		URL: n.URL, State: string(n.State), CreatedAt: rfc3339(n.CreatedAt), Attempts: []attemptView{}}
 	if n.State == persistence.NotifyPending && n.NextDueAt != 0 {
 		v.NextDueAt = rfc3339(n.NextDueAt)
+	}
+	if n.FinishedAt != 0 {
+		v.FinishedAt = rfc3339(n.FinishedAt)
 	}
 	for _, a := range n.Attempts {
 		v.Attempts = append(v.Attempts, attemptView{At: rfc3339(a.At), HTTPCode: a.HTTPCode, Error: a.Error,

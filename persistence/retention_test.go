@@ -1,0 +1,117 @@
+package persistence
+
+import (
+	"reflect"
+	"testing"
+)
+
+// notifyingCharge applies a charge with a callback URL at index idx and
+// returns the notification its approval wrote.
+func notifyingCharge(t *testing.T, ts *testStore, idx uint64, orderID string) *Notification {
+	t.Helper()
+	create, outcome := chargeCmds(orderID, 1e9)
+	create.Order.Create.CallbackURL = "https://merchant.example/hook"
+	b := ts.NewBatch()
+	defer b.Close()
+	b.Apply(create)
+	if r := b.Apply(outcome); r.Err != nil || len(b.Created) != 1 {
+		t.Fatalf("charge %s: %+v, %d notifications", orderID, r, len(b.Created))
+	}
+	n := b.Created[0]
+	if err := b.Commit(idx); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func attemptAt(at int64, code int) *AttemptRecord {
+	return &AttemptRecord{At: at, HTTPCode: code, DurationNs: 1}
+}
+
+// Delivered and failed notifications enter the retention index when they
+// finish and leave it when redelivered; a prune removes only those still
+// finished before its cut, whatever the leader listed, and leaves nothing
+// of them behind.
+func TestNotificationRetention(t *testing.T) {
+	ts := newTestStore(t)
+	delivered := notifyingCharge(t, ts, 1, "o-1")
+	failed := notifyingCharge(t, ts, 2, "o-2")
+	pending := notifyingCharge(t, ts, 3, "o-3")
+	ts.apply(4,
+		&Cmd{Notify: &NotifyUpdate{ID: delivered.ID, Time: 100, Attempt: attemptAt(90, 200), Delivered: true}},
+		&Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 200, Attempt: attemptAt(190, 500)}}, // schedule exhausted
+		&Cmd{Notify: &NotifyUpdate{ID: pending.ID, Time: 300, Attempt: attemptAt(290, 500), NextDueAt: 5000}},
+	)
+	finished := func(before int64) []string {
+		t.Helper()
+		ids, err := ts.FinishedNotifications(before, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	for _, c := range []struct {
+		before int64
+		want   []string
+	}{
+		{100, nil}, // finished at 100: not before it
+		{101, []string{delivered.ID}},
+		{1 << 62, []string{delivered.ID, failed.ID}}, // oldest first; the pending one is not there
+	} {
+		if got := finished(c.before); !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("finished before %d: %v, want %v", c.before, got, c.want)
+		}
+	}
+	if n, _ := ts.Notification(failed.ID); n.State != NotifyFailed || n.FinishedAt != 200 {
+		t.Fatalf("failed notification: %+v", n)
+	}
+	if ids, _ := ts.FinishedNotifications(1<<62, 1); len(ids) != 1 {
+		t.Fatalf("limit 1: %v", ids)
+	}
+
+	// A redelivery takes the failed one out of the index, after the
+	// leader has listed it: the prune must leave it, as it leaves the
+	// pending one and an id it does not know.
+	listed := finished(1 << 62)
+	ts.apply(5, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 400, Redeliver: true}})
+	if got := finished(1 << 62); !reflect.DeepEqual(got, []string{delivered.ID}) {
+		t.Fatalf("after the redelivery: %v", got)
+	}
+	r := ts.apply(6, &Cmd{Prune: &NotifyPrune{Before: 1 << 62, IDs: append(listed, pending.ID, "ntf_unknown")}})[0]
+	if r.Err != nil || r.Pruned != 1 {
+		t.Fatalf("prune: %+v, want 1 pruned", r)
+	}
+	for _, key := range [][]byte{notifyKey(delivered.ID), notifyBodyKey(delivered.ID), timedKey(prefixFinished, 100, []byte(delivered.ID))} {
+		if v, err := get(ts.db, key); err != nil || v != nil {
+			t.Fatalf("%q left after the prune: %q %v", key, v, err)
+		}
+	}
+	for _, id := range []string{failed.ID, pending.ID} {
+		if n, err := ts.Notification(id); err != nil || n == nil || n.State != NotifyPending {
+			t.Fatalf("%s after the prune: %+v %v", id, n, err)
+		}
+	}
+
+	// Delivered at 500 after the redelivery: a cut at 500 keeps it, one
+	// past it prunes it, across a reopen (the index is in the store).
+	ts.apply(7, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 500, Attempt: attemptAt(450, 200), Delivered: true}})
+	ts.reopen()
+	if r := ts.apply(8, &Cmd{Prune: &NotifyPrune{Before: 500, IDs: []string{failed.ID}}})[0]; r.Pruned != 0 {
+		t.Fatalf("prune before its finish: %+v", r)
+	}
+	if got := finished(501); !reflect.DeepEqual(got, []string{failed.ID}) {
+		t.Fatalf("after reopening: %v", got)
+	}
+	if r := ts.apply(9, &Cmd{Prune: &NotifyPrune{Before: 501, IDs: []string{failed.ID}}})[0]; r.Pruned != 1 {
+		t.Fatalf("prune past its finish: %+v", r)
+	}
+	if n, _ := ts.Notification(failed.ID); n != nil {
+		t.Fatalf("pruned notification still reads: %+v", n)
+	}
+	if got := finished(1 << 62); len(got) != 0 {
+		t.Fatalf("index after pruning all finished: %v", got)
+	}
+	if list, err := ts.Notifications("", "", 10); err != nil || len(list) != 1 || list[0].ID != pending.ID {
+		t.Fatalf("listing after the prunes: %v %+v", err, list)
+	}
+}
