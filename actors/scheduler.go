@@ -21,14 +21,17 @@ type ScheduleReader interface {
 	// whose time is up, as DueSettlements does.
 	DueExpiries(now int64, after persistence.ScheduleCursor, limit int) ([]persistence.OrderRef, persistence.ScheduleCursor, error)
 	// FinishedNotifications lists notifications delivered or failed before
-	// a time, oldest first.
+	// a time, and ExpiredIdempotency idempotency records written before a
+	// time, oldest first.
 	FinishedNotifications(before int64, limit int) ([]string, error)
+	ExpiredIdempotency(before int64, limit int) ([]persistence.IdemRef, error)
 }
 
 // Scheduler drives the durable schedules of the leader: automatic
 // settlements whose delay has ended, authorisations left pending by a
 // restart or a leadership change, hosted forms and 3-D Secure challenges
-// whose time is up, and notifications past their retention. The schedules
+// whose time is up, and records past their retention (finished
+// notifications, idempotency records). The schedules
 // live in the store, so a new leader simply starts a Scheduler and
 // continues them.
 type Scheduler struct {
@@ -44,12 +47,12 @@ type Scheduler struct {
 	// PageSize is how many due entries are read at once, and how many
 	// notifications one prune removes (0: 1,000).
 	PageSize int
-	// Proposer commits the retention pass's prunes.
+	// Proposer commits the retention passes' prunes.
 	Proposer Proposer
 	// NotifyRetention is how long delivered and failed notifications are
 	// kept, with their bodies (0: for ever).
 	NotifyRetention time.Duration
-	// RetentionPoll is how often the retention pass runs (0: a minute).
+	// RetentionPoll is how often the retention passes run (0: a minute).
 	RetentionPoll time.Duration
 }
 
@@ -82,11 +85,12 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.every(ctx, expiryPoll, s.expireDue) })
+	retentionPoll := s.RetentionPoll
+	if retentionPoll <= 0 {
+		retentionPoll = time.Minute
+	}
+	wg.Go(func() { s.every(ctx, retentionPoll, s.pruneIdempotency) })
 	if s.NotifyRetention > 0 {
-		retentionPoll := s.RetentionPoll
-		if retentionPoll <= 0 {
-			retentionPoll = time.Minute
-		}
 		wg.Go(func() { s.every(ctx, retentionPoll, s.pruneNotifications) })
 	}
 	s.every(ctx, s.Poll, s.settleDue)
@@ -172,35 +176,64 @@ func (s *Scheduler) pageSize() int {
 	return s.PageSize
 }
 
-var notificationsPruned = metrics.GetOrCreateCounter(`gateway_webhook_pruned_total`)
+var (
+	notificationsPruned = metrics.GetOrCreateCounter(`gateway_webhook_pruned_total`)
+	idempotencyPruned   = metrics.GetOrCreateCounter(`gateway_idempotency_pruned_total`)
+)
+
+// idempotencyMargin is how long past IdempotencyWindow a record is kept.
+// Whether a repeat replays is decided by the clock of the leader that
+// proposes it: a record removed too early would let a refund repeated
+// within its window be made twice. No leader's clock is a day behind.
+const idempotencyMargin = 24 * time.Hour
 
 // pruneNotifications removes the notifications that finished longer than
-// NotifyRetention ago, a page per command, until none is left or ctx ends.
-// The FSM checks each listed notification again, so one redelivered since
-// the listing stays.
+// NotifyRetention ago.
 func (s *Scheduler) pruneNotifications(ctx context.Context) {
 	before := s.Now().Add(-s.NotifyRetention).UnixNano()
+	pruneExpired(ctx, s, "notifications", notificationsPruned,
+		func(limit int) ([]string, error) { return s.Store.FinishedNotifications(before, limit) },
+		func(ids []string) *persistence.Cmd {
+			return &persistence.Cmd{NotifyPrune: &persistence.NotifyPrune{Before: before, IDs: ids}}
+		})
+}
+
+// pruneIdempotency removes the idempotency records past their window.
+func (s *Scheduler) pruneIdempotency(ctx context.Context) {
+	before := s.Now().Add(-persistence.IdempotencyWindow - idempotencyMargin).UnixNano()
+	pruneExpired(ctx, s, "idempotency records", idempotencyPruned,
+		func(limit int) ([]persistence.IdemRef, error) { return s.Store.ExpiredIdempotency(before, limit) },
+		func(keys []persistence.IdemRef) *persistence.Cmd {
+			return &persistence.Cmd{IdemPrune: &persistence.IdemPrune{Before: before, Keys: keys}}
+		})
+}
+
+// pruneExpired lists a page of expired records and proposes their removal,
+// page after page, until none is left or ctx ends. The FSM checks each
+// listed record again, so one that changed since the listing stays.
+func pruneExpired[T any](ctx context.Context, s *Scheduler, what string, pruned *metrics.Counter,
+	list func(limit int) ([]T, error), prune func([]T) *persistence.Cmd) {
 	page := s.pageSize()
 	for ctx.Err() == nil {
-		ids, err := s.Store.FinishedNotifications(before, page)
+		refs, err := list(page)
 		if err != nil {
-			s.Logger.Error("list finished notifications", "error", err)
+			s.Logger.Error("list expired "+what, "error", err)
 			return
 		}
-		if len(ids) == 0 {
+		if len(refs) == 0 {
 			return
 		}
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		r, err := s.Proposer.Propose(pctx, &persistence.Cmd{Prune: &persistence.NotifyPrune{Before: before, IDs: ids}})
+		r, err := s.Proposer.Propose(pctx, prune(refs))
 		cancel()
 		if err != nil {
-			s.Logger.Warn("prune notifications", "error", err)
+			s.Logger.Warn("prune "+what, "error", err)
 			return
 		}
-		notificationsPruned.Add(r.Pruned)
+		pruned.Add(r.Pruned)
 		// A page none of which could go would come back first in every
 		// listing: stop rather than spin on it.
-		if len(ids) < page || r.Pruned == 0 {
+		if len(refs) < page || r.Pruned == 0 {
 			return
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -499,72 +498,5 @@ func TestWebhooksWorkThroughABacklog(t *testing.T) {
 	expectEachAttemptedOnce(t, f, log, orders)
 	if p := peak.Load(); p > 2*page {
 		t.Fatalf("%d notifications handed out at once, want at most two pages (%d)", p, 2*page)
-	}
-}
-
-// The retention pass prunes every notification delivered longer than the
-// retention ago, a page per command, and none still pending or finished
-// more recently.
-func TestSchedulerPrunesNotificationsPastRetention(t *testing.T) {
-	f := newFixture(t)
-	const delivered, down, page = 30, 4, 7
-	attempt := func(_ context.Context, d webhook.Delivery) webhook.Attempt {
-		if strings.Contains(d.URL, "down.test") {
-			return webhook.Attempt{HTTPCode: 503, Error: "http status 503"}
-		}
-		return webhook.Attempt{Delivered: true, HTTPCode: 200}
-	}
-	startWebhooks(t, f, attempt, []time.Duration{time.Hour})
-	for i := range delivered {
-		createWithCallback(t, f, fmt.Sprintf("kept%d", i))
-	}
-	for i := range down {
-		createWithCallbackURL(t, f, fmt.Sprintf("down%d", i), "http://down.test/hook")
-	}
-	states := func() map[persistence.NotifyState]int {
-		list, err := f.store.Notifications("m1", "", 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		count := map[persistence.NotifyState]int{}
-		for _, n := range list {
-			count[n.State]++
-		}
-		return count
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		got := states()
-		if got[persistence.NotifyDelivered] == delivered && got[persistence.NotifyPending] == down {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("notifications by state: %v", got)
-		}
-	}
-
-	var now atomic.Pointer[time.Time]
-	s := &Scheduler{Store: f.store, Registry: f.reg, Logger: f.deps.Logger, Proposer: f.proposer,
-		Now: func() time.Time { return *now.Load() }, NotifyRetention: time.Hour, PageSize: page}
-	pass := func(at time.Time) (proposals int64) {
-		now.Store(&at)
-		before := f.proposer.count.Load()
-		s.pruneNotifications(context.Background())
-		return f.proposer.count.Load() - before
-	}
-	if n := pass(time.Now().Add(59 * time.Minute)); n != 0 || states()[persistence.NotifyDelivered] != delivered {
-		t.Fatalf("within the retention: %d prunes proposed, notifications %v", n, states())
-	}
-	pruned := notificationsPruned.Get()
-	if n := pass(time.Now().Add(61 * time.Minute)); n != (delivered+page-1)/page {
-		t.Fatalf("%d prunes proposed for %d notifications, want one per page of %d", n, delivered, page)
-	}
-	if got := states(); got[persistence.NotifyDelivered] != 0 || got[persistence.NotifyPending] != down || len(got) != 1 {
-		t.Fatalf("after the pass: %v, want only the %d pending", got, down)
-	}
-	if n := notificationsPruned.Get() - pruned; n != delivered {
-		t.Fatalf("gateway_webhook_pruned_total went up by %d, want %d", n, delivered)
-	}
-	if n := pass(time.Now().Add(100 * time.Hour)); n != 0 {
-		t.Fatalf("nothing left to prune: %d prunes proposed", n)
 	}
 }

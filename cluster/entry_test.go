@@ -37,8 +37,9 @@ func entrySamples() map[string]persistence.Cmd {
 			RateLimitRPS: 50, CreatedAt: 7}}, // JSON: nil []byte would come back empty
 		"Notify": {Notify: &persistence.NotifyUpdate{ID: "ntf_1", Time: 3,
 			Attempt: &persistence.AttemptRecord{At: 3, HTTPCode: 500, DurationNs: 10}, NextDueAt: 4}},
-		"Member": {Member: &persistence.Member{NodeID: "n1", RaftAddr: "127.0.0.1:7001", HTTPAddr: "127.0.0.1:8081"}},
-		"Prune":  {Prune: &persistence.NotifyPrune{Before: 11, IDs: []string{"ntf_1", "ntf_2"}}},
+		"Member":      {Member: &persistence.Member{NodeID: "n1", RaftAddr: "127.0.0.1:7001", HTTPAddr: "127.0.0.1:8081"}},
+		"NotifyPrune": {NotifyPrune: &persistence.NotifyPrune{Before: 11, IDs: []string{"ntf_1", "ntf_2"}}},
+		"IdemPrune":   {IdemPrune: &persistence.IdemPrune{Before: 12, Keys: []persistence.IdemRef{{Merchant: "m1", Key: "ik"}}}},
 	}
 }
 

@@ -267,9 +267,7 @@ func (n *Node) leaderWork(ctx context.Context) {
 	sched := &actors.Scheduler{Store: n.store, Registry: n.registry, Logger: n.logger, Now: time.Now, Poll: poll,
 		ExpiryPoll: n.expiryPoll(), // forms.go
 		Proposer:   n.raft, NotifyRetention: n.cfg.WebhookRetention,
-		// A tenth of the retention, at most a minute: a notification
-		// outlives it by that much at most.
-		RetentionPoll: min(max(n.cfg.WebhookRetention/10, 10*time.Millisecond), time.Minute),
+		RetentionPoll: retentionPoll(n.cfg.WebhookRetention),
 	}
 	webhooksDone := make(chan struct{})
 	go func() {
@@ -278,6 +276,16 @@ func (n *Node) leaderWork(ctx context.Context) {
 	}()
 	sched.Run(ctx)
 	<-webhooksDone
+}
+
+// retentionPoll is how often the leader looks for records past their
+// retention: a tenth of the notification retention, at most a minute, so a
+// notification outlives its retention by that much at most.
+func retentionPoll(notifyRetention time.Duration) time.Duration {
+	if notifyRetention <= 0 {
+		return time.Minute
+	}
+	return min(max(notifyRetention/10, 10*time.Millisecond), time.Minute)
 }
 
 // ensureDevMerchant creates the sandbox merchant once.

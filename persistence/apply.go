@@ -23,8 +23,10 @@ type Cmd struct {
 	Order    *order.Command `json:"o,omitempty"`
 	Merchant *Merchant      `json:"m,omitempty"`
 	Notify   *NotifyUpdate  `json:"n,omitempty"`
-	// Prune removes notifications past their retention (notify.go).
-	Prune *NotifyPrune `json:"np,omitempty"`
+	// NotifyPrune and IdemPrune remove what has outlived its retention
+	// (retention.go).
+	NotifyPrune *NotifyPrune `json:"np,omitempty"`
+	IdemPrune   *IdemPrune   `json:"ip,omitempty"`
 	// Member records a cluster member (members.go).
 	Member *Member `json:"mb,omitempty"`
 }
@@ -40,7 +42,8 @@ type Result struct {
 	// Notification is set when applying a NotifyUpdate: the record as it
 	// now stands, without its body (Store.Notification reads it whole).
 	Notification *Notification
-	// Pruned is how many notifications a NotifyPrune removed.
+	// Pruned is how many notifications or idempotency records a prune
+	// removed.
 	Pruned int
 	Err    error
 }
@@ -253,15 +256,19 @@ func (b *Batch) Apply(c *Cmd) Result {
 		return b.applyNotify(c.Notify)
 	case c.Member != nil:
 		return b.applyMember(c.Member)
-	case c.Prune != nil:
-		return b.applyPrune(c.Prune)
+	case c.NotifyPrune != nil:
+		return b.applyNotifyPrune(c.NotifyPrune)
+	case c.IdemPrune != nil:
+		return b.applyIdemPrune(c.IdemPrune)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }
 
 func (b *Batch) applyOrder(cmd *order.Command) Result {
+	var rec *IdemRecord // the key's record, if any
 	if cmd.IdempotencyKey != "" {
-		rec, err := getJSON[IdemRecord](b, refKey(prefixIdem, cmd.Merchant, cmd.IdempotencyKey))
+		var err error
+		rec, err = getJSON[IdemRecord](b, refKey(prefixIdem, cmd.Merchant, cmd.IdempotencyKey))
 		if err != nil {
 			panic(fmt.Sprintf("persistence: read idempotency record: %v", err))
 		}
@@ -289,7 +296,7 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 	b.putOrder(cur, next)
 	b.applySideEffects(cmd, next, out)
 	if cmd.IdempotencyKey != "" {
-		b.putJSON(refKey(prefixIdem, cmd.Merchant, cmd.IdempotencyKey), &IdemRecord{
+		b.putIdempotency(cmd.Merchant, cmd.IdempotencyKey, rec, &IdemRecord{
 			RequestHash: cmd.RequestHash, CreatedAt: cmd.Time, Status: 200,
 			Response: order.NewView(next, order.WithTxn, out.TxnID).Marshal(),
 		})

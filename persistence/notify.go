@@ -140,48 +140,6 @@ func (b *Batch) applyNotify(u *NotifyUpdate) Result {
 	return Result{Notification: n}
 }
 
-// NotifyPrune removes finished notifications past their retention: the
-// leader lists them (FinishedNotifications) and the FSM checks each again,
-// so a notification redelivered since the listing stays.
-type NotifyPrune struct {
-	// Before is the retention cut: notifications finished before it go.
-	Before int64    `json:"before"`
-	IDs    []string `json:"ids"`
-}
-
-// applyPrune deletes each listed notification that is still finished
-// before p.Before: its record, its body and its retention entry.
-func (b *Batch) applyPrune(p *NotifyPrune) Result {
-	pruned := 0
-	for _, id := range p.IDs {
-		n, err := readNotification(b, id)
-		if err != nil {
-			panic(fmt.Sprintf("persistence: read notification: %v", err))
-		}
-		if n == nil || n.State == NotifyPending || n.FinishedAt == 0 || n.FinishedAt >= p.Before {
-			continue
-		}
-		b.del(notifyKey(id))
-		b.del(notifyBodyKey(id))
-		b.del(timedKey(prefixFinished, n.FinishedAt, []byte(id)))
-		pruned++
-	}
-	return Result{Pruned: pruned}
-}
-
-// FinishedNotifications lists up to limit notifications delivered or failed
-// before before, oldest first: what the retention pass prunes next.
-// Notifications finished before the retention index existed are not in it
-// and are kept.
-func (s *Store) FinishedNotifications(before int64, limit int) ([]string, error) {
-	var ids []string
-	err := s.scanTimed(finishedIndex, before, func(k []byte) bool {
-		ids = append(ids, string(k[len(prefixFinished)+8:]))
-		return len(ids) < limit
-	})
-	return ids, err
-}
-
 // Notification returns a notification by id with its body, or nil.
 func (s *Store) Notification(id string) (*Notification, error) {
 	n, err := readNotification(s.db, id)

@@ -77,7 +77,7 @@ func TestNotificationRetention(t *testing.T) {
 	if got := finished(1 << 62); !reflect.DeepEqual(got, []string{delivered.ID}) {
 		t.Fatalf("after the redelivery: %v", got)
 	}
-	r := ts.apply(6, &Cmd{Prune: &NotifyPrune{Before: 1 << 62, IDs: append(listed, pending.ID, "ntf_unknown")}})[0]
+	r := ts.apply(6, &Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, IDs: append(listed, pending.ID, "ntf_unknown")}})[0]
 	if r.Err != nil || r.Pruned != 1 {
 		t.Fatalf("prune: %+v, want 1 pruned", r)
 	}
@@ -96,13 +96,13 @@ func TestNotificationRetention(t *testing.T) {
 	// past it prunes it, across a reopen (the index is in the store).
 	ts.apply(7, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 500, Attempt: attemptAt(450, 200), Delivered: true}})
 	ts.reopen()
-	if r := ts.apply(8, &Cmd{Prune: &NotifyPrune{Before: 500, IDs: []string{failed.ID}}})[0]; r.Pruned != 0 {
+	if r := ts.apply(8, &Cmd{NotifyPrune: &NotifyPrune{Before: 500, IDs: []string{failed.ID}}})[0]; r.Pruned != 0 {
 		t.Fatalf("prune before its finish: %+v", r)
 	}
 	if got := finished(501); !reflect.DeepEqual(got, []string{failed.ID}) {
 		t.Fatalf("after reopening: %v", got)
 	}
-	if r := ts.apply(9, &Cmd{Prune: &NotifyPrune{Before: 501, IDs: []string{failed.ID}}})[0]; r.Pruned != 1 {
+	if r := ts.apply(9, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, IDs: []string{failed.ID}}})[0]; r.Pruned != 1 {
 		t.Fatalf("prune past its finish: %+v", r)
 	}
 	if n, _ := ts.Notification(failed.ID); n != nil {
@@ -113,5 +113,71 @@ func TestNotificationRetention(t *testing.T) {
 	}
 	if list, err := ts.Notifications("", "", 10); err != nil || len(list) != 1 || list[0].ID != pending.ID {
 		t.Fatalf("listing after the prunes: %v %+v", err, list)
+	}
+}
+
+// keyedCreate is createCmd with an Idempotency-Key, at time at.
+func keyedCreate(orderID, key, hash string, at int64) *Cmd {
+	c := createCmd(orderID, hash)
+	c.Order.IdempotencyKey, c.Order.Time = key, at
+	return c
+}
+
+// Idempotency records enter the age index when written and move in it when
+// an expired key is used again; a prune removes only records still written
+// before its cut, whatever the leader listed.
+func TestIdempotencyRetention(t *testing.T) {
+	ts := newTestStore(t)
+	window := int64(IdempotencyWindow)
+	ts.apply(1, keyedCreate("o-1", "ik1", "h1", 1000), keyedCreate("o-2", "ik2", "h2", 2000))
+	expired := func(before int64) []IdemRef {
+		t.Helper()
+		refs, err := ts.ExpiredIdempotency(before, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return refs
+	}
+	ik1, ik2 := IdemRef{"m1", "ik1"}, IdemRef{"m1", "ik2"}
+	if got := expired(1000); len(got) != 0 {
+		t.Fatalf("written before 1000: %v", got)
+	}
+	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemRef{ik1, ik2}) {
+		t.Fatalf("all, oldest first: %v", got)
+	}
+
+	// Within its window a key replays; past it, using it again writes a new
+	// record, which moves in the index.
+	if r := ts.apply(2, keyedCreate("o-9", "ik1", "h1", 1000+window-1))[0]; r.Replayed == nil {
+		t.Fatalf("a repeat within the window: %+v", r)
+	}
+	listed := expired(1 << 62)
+	if r := ts.apply(3, keyedCreate("o-3", "ik1", "h3", 1000+window))[0]; r.Replayed != nil || r.Order == nil || r.Order.ID != "o-3" {
+		t.Fatalf("the key used again past its window: %+v", r)
+	}
+	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemRef{ik2, ik1}) {
+		t.Fatalf("after ik1 was used again: %v", got)
+	}
+
+	// The prune of what was listed before: ik1 is newer than the cut now.
+	r := ts.apply(4, &Cmd{IdemPrune: &IdemPrune{Before: 1000 + window, Keys: append(listed, IdemRef{"m1", "unknown"})}})[0]
+	if r.Err != nil || r.Pruned != 1 {
+		t.Fatalf("prune: %+v, want 1 pruned", r)
+	}
+	if rec, err := ts.Idempotency("m1", "ik2"); err != nil || rec != nil {
+		t.Fatalf("pruned record still reads: %+v %v", rec, err)
+	}
+	if rec, err := ts.Idempotency("m1", "ik1"); err != nil || rec == nil || rec.CreatedAt != 1000+window {
+		t.Fatalf("record written after the cut: %+v %v", rec, err)
+	}
+	if v, err := get(ts.db, timedKey(prefixIdemAge, 2000, refKey("", "m1", "ik2"))); err != nil || v != nil {
+		t.Fatalf("age entry left after the prune: %q %v", v, err)
+	}
+	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemRef{ik1}) {
+		t.Fatalf("after the prune: %v", got)
+	}
+	// A key whose record is gone is a new key.
+	if r := ts.apply(5, keyedCreate("o-4", "ik2", "h4", 3000+window))[0]; r.Replayed != nil || r.Order == nil || r.Order.ID != "o-4" {
+		t.Fatalf("a pruned key used again: %+v", r)
 	}
 }

@@ -29,6 +29,7 @@ const (
 	prefixCard     = "c/" // c/<card_id> → vault blob (PAN sealed, never a CVV)
 	prefixToken    = "t/" // t/<payment_token> → TokenRecord (order.AppendTokenGrant)
 	prefixIdem     = "k/" // k/<merchant>\x00<idempotency key> → IdemRecord JSON
+	prefixIdemAge  = "i/" // i/<created ns BE><merchant>\x00<idempotency key> → "" (expiry of k/: retention.go)
 	prefixSettle   = "s/" // s/<due ns BE><merchant>\x00<order_id> → "" (auto-settle schedule)
 	prefixPending  = "p/" // p/<merchant>\x00<order_id> → "" (authorisation due at the acquirer, as of the last checkpoint: pending.go)
 	prefixNotify   = "w/" // w/<notification id> → Notification without its body (notify_codec.go)

@@ -8,18 +8,20 @@ import (
 )
 
 // timedIndex names one of the store's indexes keyed by a due time: a
-// schedule that the leader scans for what is due.
+// schedule that the leader scans for what is due (for the retention
+// indexes, the time a record's retention counts from).
 type timedIndex int
 
 const (
 	queueIndex    timedIndex = iota // q/: webhook deliveries (notify.go)
 	settleIndex                     // s/: automatic settlements
 	expiryIndex                     // e/: form lifetimes and 3-D Secure challenges (forms.go)
-	finishedIndex                   // x/: finished notifications, for retention (notify.go)
+	finishedIndex                   // x/: finished notifications, for retention (retention.go)
+	idemAgeIndex                    // i/: idempotency records by age, for retention (retention.go)
 	timedIndexes
 )
 
-var timedPrefixes = [timedIndexes]string{prefixDue, prefixSettle, prefixExpiry, prefixFinished}
+var timedPrefixes = [timedIndexes]string{prefixDue, prefixSettle, prefixExpiry, prefixFinished, prefixIdemAge}
 
 // timedFloor keeps scans of a schedule off the tombstones of what it has
 // done. Each delivery, settlement or expiry deletes its key, and until
