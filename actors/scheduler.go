@@ -31,9 +31,8 @@ type ScheduleReader interface {
 // settlements whose delay has ended, authorisations left pending by a
 // restart or a leadership change, hosted forms and 3-D Secure challenges
 // whose time is up, and records past their retention (finished
-// notifications, idempotency records). The schedules
-// live in the store, so a new leader simply starts a Scheduler and
-// continues them.
+// notifications, idempotency records). The schedules live in the store,
+// so a new leader simply starts a Scheduler and continues them.
 type Scheduler struct {
 	Store    ScheduleReader
 	Registry *Registry
@@ -45,7 +44,7 @@ type Scheduler struct {
 	// (0: Poll).
 	ExpiryPoll time.Duration
 	// PageSize is how many due entries are read at once, and how many
-	// notifications one prune removes (0: 1,000).
+	// records one prune removes (0: 1,000).
 	PageSize int
 	// Proposer commits the retention passes' prunes.
 	Proposer Proposer
