@@ -23,8 +23,8 @@ type ScheduleReader interface {
 	// FinishedNotifications lists notifications delivered or failed before
 	// a time, and ExpiredIdempotency idempotency records written before a
 	// time, oldest first.
-	FinishedNotifications(before int64, limit int) ([]string, error)
-	ExpiredIdempotency(before int64, limit int) ([]persistence.IdemRef, error)
+	FinishedNotifications(before int64, limit int) ([]persistence.NotifyExpiry, error)
+	ExpiredIdempotency(before int64, limit int) ([]persistence.IdemExpiry, error)
 }
 
 // Scheduler drives the durable schedules of the leader: automatic
@@ -44,7 +44,7 @@ type Scheduler struct {
 	// (0: Poll).
 	ExpiryPoll time.Duration
 	// PageSize is how many due entries are read at once, and how many
-	// records one prune removes (0: 1,000).
+	// records one prune removes, up to prunePageMax (0: 1,000).
 	PageSize int
 	// Proposer commits the retention passes' prunes.
 	Proposer Proposer
@@ -170,10 +170,16 @@ feed:
 
 func (s *Scheduler) pageSize() int {
 	if s.PageSize <= 0 {
-		return 1000 // a prune of 1,000: 3,000 deletes, a ~35 KB log entry
+		return 1000
 	}
 	return s.PageSize
 }
+
+// prunePageMax bounds the records one prune removes. The FSM applies a
+// prune in one go, between the payments' commands: 256 records (a read of
+// an index key and two or three deletes each) hold it ~1 ms, about what a
+// batch of payments does, and make a ~12 KB log entry.
+const prunePageMax = 256
 
 var (
 	notificationsPruned = metrics.GetOrCreateCounter(`gateway_webhook_pruned_total`)
@@ -191,9 +197,11 @@ const idempotencyMargin = 24 * time.Hour
 func (s *Scheduler) pruneNotifications(ctx context.Context) {
 	before := s.Now().Add(-s.NotifyRetention).UnixNano()
 	pruneExpired(ctx, s, "notifications", notificationsPruned,
-		func(limit int) ([]string, error) { return s.Store.FinishedNotifications(before, limit) },
-		func(ids []string) *persistence.Cmd {
-			return &persistence.Cmd{NotifyPrune: &persistence.NotifyPrune{Before: before, IDs: ids}}
+		func(limit int) ([]persistence.NotifyExpiry, error) {
+			return s.Store.FinishedNotifications(before, limit)
+		},
+		func(list []persistence.NotifyExpiry) *persistence.Cmd {
+			return &persistence.Cmd{NotifyPrune: &persistence.NotifyPrune{Before: before, Entries: list}}
 		})
 }
 
@@ -201,9 +209,9 @@ func (s *Scheduler) pruneNotifications(ctx context.Context) {
 func (s *Scheduler) pruneIdempotency(ctx context.Context) {
 	before := s.Now().Add(-persistence.IdempotencyWindow - idempotencyMargin).UnixNano()
 	pruneExpired(ctx, s, "idempotency records", idempotencyPruned,
-		func(limit int) ([]persistence.IdemRef, error) { return s.Store.ExpiredIdempotency(before, limit) },
-		func(keys []persistence.IdemRef) *persistence.Cmd {
-			return &persistence.Cmd{IdemPrune: &persistence.IdemPrune{Before: before, Keys: keys}}
+		func(limit int) ([]persistence.IdemExpiry, error) { return s.Store.ExpiredIdempotency(before, limit) },
+		func(list []persistence.IdemExpiry) *persistence.Cmd {
+			return &persistence.Cmd{IdemPrune: &persistence.IdemPrune{Before: before, Entries: list}}
 		})
 }
 
@@ -212,7 +220,7 @@ func (s *Scheduler) pruneIdempotency(ctx context.Context) {
 // listed record again, so one that changed since the listing stays.
 func pruneExpired[T any](ctx context.Context, s *Scheduler, what string, pruned *metrics.Counter,
 	list func(limit int) ([]T, error), prune func([]T) *persistence.Cmd) {
-	page := s.pageSize()
+	page := min(s.pageSize(), prunePageMax)
 	for ctx.Err() == nil {
 		refs, err := list(page)
 		if err != nil {

@@ -37,9 +37,11 @@ func entrySamples() map[string]persistence.Cmd {
 			RateLimitRPS: 50, CreatedAt: 7}}, // JSON: nil []byte would come back empty
 		"Notify": {Notify: &persistence.NotifyUpdate{ID: "ntf_1", Time: 3,
 			Attempt: &persistence.AttemptRecord{At: 3, HTTPCode: 500, DurationNs: 10}, NextDueAt: 4}},
-		"Member":      {Member: &persistence.Member{NodeID: "n1", RaftAddr: "127.0.0.1:7001", HTTPAddr: "127.0.0.1:8081"}},
-		"NotifyPrune": {NotifyPrune: &persistence.NotifyPrune{Before: 11, IDs: []string{"ntf_1", "ntf_2"}}},
-		"IdemPrune":   {IdemPrune: &persistence.IdemPrune{Before: 12, Keys: []persistence.IdemRef{{Merchant: "m1", Key: "ik"}}}},
+		"Member": {Member: &persistence.Member{NodeID: "n1", RaftAddr: "127.0.0.1:7001", HTTPAddr: "127.0.0.1:8081"}},
+		"NotifyPrune": {NotifyPrune: &persistence.NotifyPrune{Before: 11,
+			Entries: []persistence.NotifyExpiry{{ID: "ntf_1", FinishedAt: 5}, {ID: "ntf_2", FinishedAt: 6}}}},
+		"IdemPrune": {IdemPrune: &persistence.IdemPrune{Before: 12,
+			Entries: []persistence.IdemExpiry{{Merchant: "m1", Key: "ik", CreatedAt: 7}}}},
 	}
 }
 

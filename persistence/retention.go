@@ -1,6 +1,11 @@
 package persistence
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
 
 // Retention: two kinds of record are useful for a while only, and each is
 // about 1 KB, so kept for ever they would grow the store, its snapshots and
@@ -13,33 +18,41 @@ import "fmt"
 //     dead weight after it (i/ indexes it by when it was written).
 //
 // The leader lists what has expired from the index and proposes its
-// removal (actors.Scheduler); each replica checks every listed record
-// again as it applies the command, so a record that changed since the
-// listing (a redelivery, a key used again) stays. Records written before
-// an index existed are not in it and are kept.
+// removal (actors.Scheduler), naming each record by its index entry. Each
+// replica removes a record only while that entry is still there as it
+// applies the command, so a record that changed since the listing (a
+// redelivery, a key used again: each moves or drops its entry) stays.
+// Records written before an index existed are not in it and are kept.
 
-// NotifyPrune removes finished notifications past their retention.
+// NotifyPrune removes finished notifications past their retention. Each
+// is named by its retention entry: the FSM removes a notification only if
+// that entry is still there (a redelivery deletes it, and a second finish
+// writes another), which costs a read of the small, time-ordered x/ keys
+// instead of each notification's record.
 type NotifyPrune struct {
 	// Before is the retention cut: notifications finished before it go.
-	Before int64    `json:"before"`
-	IDs    []string `json:"ids"`
+	Before  int64          `json:"before"`
+	Entries []NotifyExpiry `json:"entries"`
 }
 
-// applyNotifyPrune deletes each listed notification that is still finished
-// before p.Before: its record, its body and its retention entry.
+// NotifyExpiry is a finished notification's retention entry.
+type NotifyExpiry struct {
+	ID         string `json:"i"`
+	FinishedAt int64  `json:"t"`
+}
+
+// applyNotifyPrune deletes each listed notification still finished at the
+// listed time, before p.Before: its record, its body and its entry.
 func (b *Batch) applyNotifyPrune(p *NotifyPrune) Result {
 	pruned := 0
-	for _, id := range p.IDs {
-		n, err := readNotification(b, id)
-		if err != nil {
-			panic(fmt.Sprintf("persistence: read notification: %v", err))
-		}
-		if n == nil || n.State == NotifyPending || n.FinishedAt == 0 || n.FinishedAt >= p.Before {
+	for _, e := range p.Entries {
+		entry := timedKey(prefixFinished, e.FinishedAt, []byte(e.ID))
+		if e.FinishedAt >= p.Before || !has(b, entry) {
 			continue
 		}
-		b.del(notifyKey(id))
-		b.del(notifyBodyKey(id))
-		b.del(timedKey(prefixFinished, n.FinishedAt, []byte(id)))
+		b.del(notifyKey(e.ID))
+		b.del(notifyBodyKey(e.ID))
+		b.del(entry)
 		pruned++
 	}
 	return Result{Pruned: pruned}
@@ -47,27 +60,30 @@ func (b *Batch) applyNotifyPrune(p *NotifyPrune) Result {
 
 // FinishedNotifications lists up to limit notifications delivered or failed
 // before before, oldest first: what the retention pass prunes next.
-func (s *Store) FinishedNotifications(before int64, limit int) ([]string, error) {
-	var ids []string
+func (s *Store) FinishedNotifications(before int64, limit int) ([]NotifyExpiry, error) {
+	var out []NotifyExpiry
 	err := s.scanTimed(finishedIndex, before, func(k []byte) bool {
-		ids = append(ids, string(k[len(prefixFinished)+8:]))
-		return len(ids) < limit
+		out = append(out, NotifyExpiry{ID: string(k[len(prefixFinished)+8:]), FinishedAt: dueTime(prefixFinished, k)})
+		return len(out) < limit
 	})
-	return ids, err
+	return out, err
 }
 
-// IdemRef names an idempotency record: a merchant's key.
-type IdemRef struct {
-	Merchant string `json:"m"`
-	Key      string `json:"k"`
-}
-
-// IdemPrune removes idempotency records written before Before. The leader
-// sets Before a margin earlier than its clock's IdempotencyWindow ago, so
-// that no leader, whatever its clock, can still replay a removed record.
+// IdemPrune removes idempotency records written before Before, each named
+// by its age entry as NotifyPrune names notifications. The leader sets
+// Before a margin earlier than IdempotencyWindow ago by its clock, so that
+// no leader, whatever its clock, can still replay a removed record.
 type IdemPrune struct {
-	Before int64     `json:"before"`
-	Keys   []IdemRef `json:"keys"`
+	Before  int64        `json:"before"`
+	Entries []IdemExpiry `json:"entries"`
+}
+
+// IdemExpiry is an idempotency record's age entry: a merchant's key and
+// when its record was written.
+type IdemExpiry struct {
+	Merchant  string `json:"m"`
+	Key       string `json:"k"`
+	CreatedAt int64  `json:"t"`
 }
 
 // putIdempotency writes a key's record and its age entry, replacing the
@@ -81,21 +97,17 @@ func (b *Batch) putIdempotency(merchant, key string, old, rec *IdemRecord) {
 	b.set(timedKey(prefixIdemAge, rec.CreatedAt, ref), nil)
 }
 
-// applyIdemPrune deletes each listed idempotency record still written
-// before p.Before, with its age entry.
+// applyIdemPrune deletes each listed idempotency record still written at
+// the listed time, before p.Before, with its age entry.
 func (b *Batch) applyIdemPrune(p *IdemPrune) Result {
 	pruned := 0
-	for _, r := range p.Keys {
-		key := refKey(prefixIdem, r.Merchant, r.Key)
-		rec, err := getJSON[IdemRecord](b, key)
-		if err != nil {
-			panic(fmt.Sprintf("persistence: read idempotency record: %v", err))
-		}
-		if rec == nil || rec.CreatedAt >= p.Before {
+	for _, e := range p.Entries {
+		entry := timedKey(prefixIdemAge, e.CreatedAt, refKey("", e.Merchant, e.Key))
+		if e.CreatedAt >= p.Before || !has(b, entry) {
 			continue
 		}
-		b.del(key)
-		b.del(timedKey(prefixIdemAge, rec.CreatedAt, refKey("", r.Merchant, r.Key)))
+		b.del(refKey(prefixIdem, e.Merchant, e.Key))
+		b.del(entry)
 		pruned++
 	}
 	return Result{Pruned: pruned}
@@ -103,12 +115,26 @@ func (b *Batch) applyIdemPrune(p *IdemPrune) Result {
 
 // ExpiredIdempotency lists up to limit idempotency records written before
 // before, oldest first.
-func (s *Store) ExpiredIdempotency(before int64, limit int) ([]IdemRef, error) {
-	var refs []IdemRef
+func (s *Store) ExpiredIdempotency(before int64, limit int) ([]IdemExpiry, error) {
+	var out []IdemExpiry
 	err := s.scanTimed(idemAgeIndex, before, func(k []byte) bool {
 		r := splitRef(k[len(prefixIdemAge)+8:])
-		refs = append(refs, IdemRef{Merchant: r.Merchant, Key: r.OrderID})
-		return len(refs) < limit
+		out = append(out, IdemExpiry{Merchant: r.Merchant, Key: r.OrderID, CreatedAt: dueTime(prefixIdemAge, k)})
+		return len(out) < limit
 	})
-	return refs, err
+	return out, err
+}
+
+// has reports whether key exists (get cannot tell an empty value from
+// none). A failed read panics, as in every read of the FSM.
+func has(r reader, key []byte) bool {
+	_, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		panic(fmt.Sprintf("persistence: read %q: %v", key[:2], err))
+	}
+	closer.Close()
+	return true
 }

@@ -42,11 +42,19 @@ func TestNotificationRetention(t *testing.T) {
 		&Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 200, Attempt: attemptAt(190, 500)}}, // schedule exhausted
 		&Cmd{Notify: &NotifyUpdate{ID: pending.ID, Time: 300, Attempt: attemptAt(290, 500), NextDueAt: 5000}},
 	)
-	finished := func(before int64) []string {
+	listFinished := func(before int64) []NotifyExpiry {
 		t.Helper()
-		ids, err := ts.FinishedNotifications(before, 10)
+		list, err := ts.FinishedNotifications(before, 10)
 		if err != nil {
 			t.Fatal(err)
+		}
+		return list
+	}
+	finished := func(before int64) []string {
+		t.Helper()
+		var ids []string
+		for _, e := range listFinished(before) {
+			ids = append(ids, e.ID)
 		}
 		return ids
 	}
@@ -69,15 +77,20 @@ func TestNotificationRetention(t *testing.T) {
 		t.Fatalf("limit 1: %v", ids)
 	}
 
+	if got := listFinished(1 << 62); got[0].FinishedAt != 100 || got[1].FinishedAt != 200 {
+		t.Fatalf("finish times listed: %+v", got)
+	}
+
 	// A redelivery takes the failed one out of the index, after the
 	// leader has listed it: the prune must leave it, as it leaves the
 	// pending one and an id it does not know.
-	listed := finished(1 << 62)
+	listed := listFinished(1 << 62)
 	ts.apply(5, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 400, Redeliver: true}})
 	if got := finished(1 << 62); !reflect.DeepEqual(got, []string{delivered.ID}) {
 		t.Fatalf("after the redelivery: %v", got)
 	}
-	r := ts.apply(6, &Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, IDs: append(listed, pending.ID, "ntf_unknown")}})[0]
+	listed = append(listed, NotifyExpiry{pending.ID, 300}, NotifyExpiry{"ntf_unknown", 1})
+	r := ts.apply(6, &Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, Entries: listed}})[0]
 	if r.Err != nil || r.Pruned != 1 {
 		t.Fatalf("prune: %+v, want 1 pruned", r)
 	}
@@ -96,13 +109,19 @@ func TestNotificationRetention(t *testing.T) {
 	// past it prunes it, across a reopen (the index is in the store).
 	ts.apply(7, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 500, Attempt: attemptAt(450, 200), Delivered: true}})
 	ts.reopen()
-	if r := ts.apply(8, &Cmd{NotifyPrune: &NotifyPrune{Before: 500, IDs: []string{failed.ID}}})[0]; r.Pruned != 0 {
+	refinished := NotifyExpiry{failed.ID, 500}
+	if r := ts.apply(8, &Cmd{NotifyPrune: &NotifyPrune{Before: 500, Entries: []NotifyExpiry{refinished}}})[0]; r.Pruned != 0 {
 		t.Fatalf("prune before its finish: %+v", r)
 	}
-	if got := finished(501); !reflect.DeepEqual(got, []string{failed.ID}) {
+	if got := listFinished(501); !reflect.DeepEqual(got, []NotifyExpiry{refinished}) {
 		t.Fatalf("after reopening: %v", got)
 	}
-	if r := ts.apply(9, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, IDs: []string{failed.ID}}})[0]; r.Pruned != 1 {
+	// Named by its first finish (the leader's listing before the
+	// redelivery), it stays.
+	if r := ts.apply(9, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, Entries: []NotifyExpiry{{failed.ID, 200}}}})[0]; r.Pruned != 0 {
+		t.Fatalf("prune of an earlier finish: %+v", r)
+	}
+	if r := ts.apply(10, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, Entries: []NotifyExpiry{refinished}}})[0]; r.Pruned != 1 {
 		t.Fatalf("prune past its finish: %+v", r)
 	}
 	if n, _ := ts.Notification(failed.ID); n != nil {
@@ -130,19 +149,19 @@ func TestIdempotencyRetention(t *testing.T) {
 	ts := newTestStore(t)
 	window := int64(IdempotencyWindow)
 	ts.apply(1, keyedCreate("o-1", "ik1", "h1", 1000), keyedCreate("o-2", "ik2", "h2", 2000))
-	expired := func(before int64) []IdemRef {
+	expired := func(before int64) []IdemExpiry {
 		t.Helper()
-		refs, err := ts.ExpiredIdempotency(before, 10)
+		list, err := ts.ExpiredIdempotency(before, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return refs
+		return list
 	}
-	ik1, ik2 := IdemRef{"m1", "ik1"}, IdemRef{"m1", "ik2"}
+	ik1, ik2 := IdemExpiry{"m1", "ik1", 1000}, IdemExpiry{"m1", "ik2", 2000}
 	if got := expired(1000); len(got) != 0 {
 		t.Fatalf("written before 1000: %v", got)
 	}
-	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemRef{ik1, ik2}) {
+	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemExpiry{ik1, ik2}) {
 		t.Fatalf("all, oldest first: %v", got)
 	}
 
@@ -155,12 +174,15 @@ func TestIdempotencyRetention(t *testing.T) {
 	if r := ts.apply(3, keyedCreate("o-3", "ik1", "h3", 1000+window))[0]; r.Replayed != nil || r.Order == nil || r.Order.ID != "o-3" {
 		t.Fatalf("the key used again past its window: %+v", r)
 	}
-	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemRef{ik2, ik1}) {
+	ik1Again := IdemExpiry{"m1", "ik1", 1000 + window}
+	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemExpiry{ik2, ik1Again}) {
 		t.Fatalf("after ik1 was used again: %v", got)
 	}
 
-	// The prune of what was listed before: ik1 is newer than the cut now.
-	r := ts.apply(4, &Cmd{IdemPrune: &IdemPrune{Before: 1000 + window, Keys: append(listed, IdemRef{"m1", "unknown"})}})[0]
+	// The prune of what was listed before: ik1's record is not the one
+	// listed any more, and the one it has is not before the cut.
+	prune := &IdemPrune{Before: 1 << 62, Entries: append(listed, IdemExpiry{"m1", "unknown", 1})}
+	r := ts.apply(4, &Cmd{IdemPrune: prune})[0]
 	if r.Err != nil || r.Pruned != 1 {
 		t.Fatalf("prune: %+v, want 1 pruned", r)
 	}
@@ -173,11 +195,14 @@ func TestIdempotencyRetention(t *testing.T) {
 	if v, err := get(ts.db, timedKey(prefixIdemAge, 2000, refKey("", "m1", "ik2"))); err != nil || v != nil {
 		t.Fatalf("age entry left after the prune: %q %v", v, err)
 	}
-	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemRef{ik1}) {
+	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemExpiry{ik1Again}) {
 		t.Fatalf("after the prune: %v", got)
 	}
+	if r := ts.apply(5, &Cmd{IdemPrune: &IdemPrune{Before: 1000 + window, Entries: []IdemExpiry{ik1Again}}})[0]; r.Pruned != 0 {
+		t.Fatalf("prune of a record written at the cut: %+v", r)
+	}
 	// A key whose record is gone is a new key.
-	if r := ts.apply(5, keyedCreate("o-4", "ik2", "h4", 3000+window))[0]; r.Replayed != nil || r.Order == nil || r.Order.ID != "o-4" {
+	if r := ts.apply(6, keyedCreate("o-4", "ik2", "h4", 3000+window))[0]; r.Replayed != nil || r.Order == nil || r.Order.ID != "o-4" {
 		t.Fatalf("a pruned key used again: %+v", r)
 	}
 }
