@@ -1,8 +1,9 @@
 package persistence
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -44,15 +45,19 @@ type NotifyExpiry struct {
 // applyNotifyPrune deletes each listed notification still finished at the
 // listed time, before p.Before: its record, its body and its entry.
 func (b *Batch) applyNotifyPrune(p *NotifyPrune) Result {
+	entries := make([][]byte, len(p.Entries))
+	for i, e := range p.Entries {
+		entries[i] = timedKey(prefixFinished, e.FinishedAt, []byte(e.ID))
+	}
+	present := b.present(entries)
 	pruned := 0
-	for _, e := range p.Entries {
-		entry := timedKey(prefixFinished, e.FinishedAt, []byte(e.ID))
-		if e.FinishedAt >= p.Before || !has(b, entry) {
+	for i, e := range p.Entries {
+		if e.FinishedAt >= p.Before || !present[i] {
 			continue
 		}
 		b.del(notifyKey(e.ID))
 		b.del(notifyBodyKey(e.ID))
-		b.del(entry)
+		b.del(entries[i])
 		pruned++
 	}
 	return Result{Pruned: pruned}
@@ -100,14 +105,18 @@ func (b *Batch) putIdempotency(merchant, key string, old, rec *IdemRecord) {
 // applyIdemPrune deletes each listed idempotency record still written at
 // the listed time, before p.Before, with its age entry.
 func (b *Batch) applyIdemPrune(p *IdemPrune) Result {
+	entries := make([][]byte, len(p.Entries))
+	for i, e := range p.Entries {
+		entries[i] = timedKey(prefixIdemAge, e.CreatedAt, refKey("", e.Merchant, e.Key))
+	}
+	present := b.present(entries)
 	pruned := 0
-	for _, e := range p.Entries {
-		entry := timedKey(prefixIdemAge, e.CreatedAt, refKey("", e.Merchant, e.Key))
-		if e.CreatedAt >= p.Before || !has(b, entry) {
+	for i, e := range p.Entries {
+		if e.CreatedAt >= p.Before || !present[i] {
 			continue
 		}
 		b.del(refKey(prefixIdem, e.Merchant, e.Key))
-		b.del(entry)
+		b.del(entries[i])
 		pruned++
 	}
 	return Result{Pruned: pruned}
@@ -125,16 +134,50 @@ func (s *Store) ExpiredIdempotency(before int64, limit int) ([]IdemExpiry, error
 	return out, err
 }
 
-// has reports whether key exists (get cannot tell an empty value from
-// none). A failed read panics, as in every read of the FSM.
-func has(r reader, key []byte) bool {
-	_, closer, err := r.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false
+// present reports which of keys exist as of this point of the batch: in
+// the committed store unless the batch itself has written them since.
+//
+// A prune's keys are index entries listed in order, most of them in a few
+// adjacent blocks, so one iterator walks them: a point lookup each would
+// find its block again every time, and under sustained writes Pebble's
+// block cache has no room to keep it (its capacity goes to the memtables'
+// reservations), so every lookup read the block from the file (~16 µs
+// against ~1 µs; BenchmarkPruneNotifications).
+func (b *Batch) present(keys [][]byte) []bool {
+	out := make([]bool, len(keys))
+	if len(keys) == 0 {
+		return out
 	}
+	order := make([]int, len(keys)) // keys' indexes in key order
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return bytes.Compare(keys[x], keys[y]) })
+	lo, hi := keys[order[0]], keys[order[len(order)-1]]
+	it, err := b.s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: append(bytes.Clone(hi), 0)})
 	if err != nil {
-		panic(fmt.Sprintf("persistence: read %q: %v", key[:2], err))
+		panic(fmt.Sprintf("persistence: iterate %q: %v", lo[:2], err))
 	}
-	closer.Close()
-	return true
+	next := 0 // the first key of order not yet looked for
+	for valid := it.First(); valid && next < len(order); {
+		switch c := bytes.Compare(it.Key(), keys[order[next]]); {
+		case c < 0: // a key not listed
+			valid = it.Next()
+		case c > 0: // a listed key that is not there
+			next++
+		default:
+			out[order[next]] = true
+			next++
+			valid = it.Next()
+		}
+	}
+	if err := it.Close(); err != nil {
+		panic(fmt.Sprintf("persistence: iterate %q: %v", lo[:2], err))
+	}
+	for i, k := range keys {
+		if v, ok := b.written[string(k)]; ok {
+			out[i] = v != nil
+		}
+	}
+	return out
 }

@@ -206,3 +206,43 @@ func TestIdempotencyRetention(t *testing.T) {
 		t.Fatalf("a pruned key used again: %+v", r)
 	}
 }
+
+// present answers for the state as of its point in the batch: committed
+// keys, minus those the batch deleted, plus those it set; in any order of
+// its input, with unlisted keys between the listed ones.
+func TestBatchPresent(t *testing.T) {
+	ts := newTestStore(t)
+	key := func(i int) []byte { return timedKey(prefixFinished, int64(i), []byte("n")) }
+	b := ts.NewBatch()
+	for _, i := range []int{1, 2, 3, 5, 8, 9} {
+		b.set(key(i), nil)
+	}
+	if err := b.Commit(1); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	b = ts.NewBatch()
+	defer b.Close()
+	b.del(key(3))      // committed, deleted since
+	b.set(key(4), nil) // set in this batch
+	for _, c := range []struct {
+		keys []int
+		want []bool
+	}{
+		{nil, []bool{}},
+		{[]int{1}, []bool{true}},
+		{[]int{0}, []bool{false}},
+		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, []bool{true, true, false, true, true, false, false, true, true, false}},
+		{[]int{9, 1, 4, 3, 7}, []bool{true, true, true, false, false}}, // out of order
+		{[]int{2, 8}, []bool{true, true}},  // 5 between, not listed
+		{[]int{5, 5}, []bool{true, false}}, // listed twice: once
+	} {
+		keys := make([][]byte, len(c.keys))
+		for i, k := range c.keys {
+			keys[i] = key(k)
+		}
+		if got := b.present(keys); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("present(%v) = %v, want %v", c.keys, got, c.want)
+		}
+	}
+}

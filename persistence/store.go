@@ -43,10 +43,18 @@ var keyApplied = []byte(prefixMeta + "applied")
 
 // Pebble sizing: the block cache holds the working set of recent orders;
 // the memtable absorbs write bursts between flushes. Pebble reserves each
-// memtable's size in the block cache, so once the memtable has grown,
-// blocks have 64 MiB of the 128 (none while a flush is pending). A cache
-// larger by two memtables left reads in the node within noise and added
-// ~350 MB of RSS (docs/performance.md, "Looked at and not kept").
+// memtable's size in the block cache, and keeps the last flushed memtable
+// for reuse with its reservation: once 128 MiB have been written since the
+// start, the two reservations fill the cache, and while writes go on it
+// holds no blocks (gateway_pebble_block_cache_bytes reads 0). Reads that
+// miss the order cache then read their block from the file. Measured
+// (docs/performance.md, series 19): a cache larger by the two memtables
+// (~60 % hits under a mixed load over 1 M orders) left the node's CPU per
+// request within noise and added 120-160 MB of RSS; 32 MiB memtables kept
+// RSS but raised p99 in 8 of 9 pairs. Neither was kept; the one path that
+// depended on cached blocks, the retention prunes, walks its keys with one
+// iterator instead (Batch.present). A cache larger by the two memtables
+// also left reads after a restart within noise and added ~230-350 MB.
 const (
 	blockCacheBytes = 128 << 20
 	memTableBytes   = 64 << 20
