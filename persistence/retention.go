@@ -45,19 +45,35 @@ type NotifyExpiry struct {
 // applyNotifyPrune deletes each listed notification still finished at the
 // listed time, before p.Before: its record, its body and its entry.
 func (b *Batch) applyNotifyPrune(p *NotifyPrune) Result {
-	entries := make([][]byte, len(p.Entries))
-	for i, e := range p.Entries {
-		entries[i] = timedKey(prefixFinished, e.FinishedAt, []byte(e.ID))
+	return b.pruneListed(p.Before, len(p.Entries), func(i int) ([]byte, int64) {
+		e := p.Entries[i]
+		return timedKey(prefixFinished, e.FinishedAt, []byte(e.ID)), e.FinishedAt
+	}, func(i int) [][]byte {
+		return [][]byte{notifyKey(p.Entries[i].ID), notifyBodyKey(p.Entries[i].ID)}
+	})
+}
+
+// pruneListed removes n listed records: for each whose index entry (entry
+// gives it, with its time) is dated before before and still present, the
+// entry and the keys records names.
+func (b *Batch) pruneListed(before int64, n int, entry func(i int) ([]byte, int64), records func(i int) [][]byte) Result {
+	keys := make([][]byte, n)
+	dated := make([]bool, n)
+	for i := range n {
+		var at int64
+		keys[i], at = entry(i)
+		dated[i] = at < before
 	}
-	present := b.present(entries)
+	present := b.present(keys)
 	pruned := 0
-	for i, e := range p.Entries {
-		if e.FinishedAt >= p.Before || !present[i] {
+	for i := range n {
+		if !dated[i] || !present[i] {
 			continue
 		}
-		b.del(notifyKey(e.ID))
-		b.del(notifyBodyKey(e.ID))
-		b.del(entries[i])
+		for _, k := range records(i) {
+			b.del(k)
+		}
+		b.del(keys[i])
 		pruned++
 	}
 	return Result{Pruned: pruned}
@@ -105,21 +121,12 @@ func (b *Batch) putIdempotency(merchant, key string, old, rec *IdemRecord) {
 // applyIdemPrune deletes each listed idempotency record still written at
 // the listed time, before p.Before, with its age entry.
 func (b *Batch) applyIdemPrune(p *IdemPrune) Result {
-	entries := make([][]byte, len(p.Entries))
-	for i, e := range p.Entries {
-		entries[i] = timedKey(prefixIdemAge, e.CreatedAt, refKey("", e.Merchant, e.Key))
-	}
-	present := b.present(entries)
-	pruned := 0
-	for i, e := range p.Entries {
-		if e.CreatedAt >= p.Before || !present[i] {
-			continue
-		}
-		b.del(refKey(prefixIdem, e.Merchant, e.Key))
-		b.del(entries[i])
-		pruned++
-	}
-	return Result{Pruned: pruned}
+	return b.pruneListed(p.Before, len(p.Entries), func(i int) ([]byte, int64) {
+		e := p.Entries[i]
+		return timedKey(prefixIdemAge, e.CreatedAt, refKey("", e.Merchant, e.Key)), e.CreatedAt
+	}, func(i int) [][]byte {
+		return [][]byte{refKey(prefixIdem, p.Entries[i].Merchant, p.Entries[i].Key)}
+	})
 }
 
 // ExpiredIdempotency lists up to limit idempotency records written before
