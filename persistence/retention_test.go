@@ -24,6 +24,16 @@ func notifyingCharge(t *testing.T, ts *testStore, idx uint64, orderID string) *N
 	return n
 }
 
+// listed is what a retention index lists before before, up to 10.
+func listed[T any](t *testing.T, list func(before int64, limit int) ([]T, error), before int64) []T {
+	t.Helper()
+	out, err := list(before, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func attemptAt(at int64, code int) *AttemptRecord {
 	return &AttemptRecord{At: at, HTTPCode: code, DurationNs: 1}
 }
@@ -42,14 +52,7 @@ func TestNotificationRetention(t *testing.T) {
 		&Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 200, Attempt: attemptAt(190, 500)}}, // schedule exhausted
 		&Cmd{Notify: &NotifyUpdate{ID: pending.ID, Time: 300, Attempt: attemptAt(290, 500), NextDueAt: 5000}},
 	)
-	listFinished := func(before int64) []NotifyExpiry {
-		t.Helper()
-		list, err := ts.FinishedNotifications(before, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return list
-	}
+	listFinished := func(before int64) []NotifyExpiry { return listed(t, ts.FinishedNotifications, before) }
 	finished := func(before int64) []string {
 		t.Helper()
 		var ids []string
@@ -149,14 +152,7 @@ func TestIdempotencyRetention(t *testing.T) {
 	ts := newTestStore(t)
 	window := int64(IdempotencyWindow)
 	ts.apply(1, keyedCreate("o-1", "ik1", "h1", 1000), keyedCreate("o-2", "ik2", "h2", 2000))
-	expired := func(before int64) []IdemExpiry {
-		t.Helper()
-		list, err := ts.ExpiredIdempotency(before, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return list
-	}
+	expired := func(before int64) []IdemExpiry { return listed(t, ts.ExpiredIdempotency, before) }
 	ik1, ik2 := IdemExpiry{"m1", "ik1", 1000}, IdemExpiry{"m1", "ik2", 2000}
 	if got := expired(1000); len(got) != 0 {
 		t.Fatalf("written before 1000: %v", got)
