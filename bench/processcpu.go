@@ -16,7 +16,10 @@ type NodeProcess struct {
 }
 
 // ProcessCPU is the CPU time (user and system) one process spent in the
-// measured window (Linux, /proc/<pid>/stat). Per request divides it by the
+// measured window, and the page faults it took (Linux, /proc/<pid>/stat).
+// Page faults say how much of that time went into first touches of memory:
+// a fresh node faults in its heap and Pebble's memtables as it goes, at
+// ~9 µs a page on a paravirtualised guest (docs/performance.md). Per request divides it by the
 // HTTP requests the harness completed in the window (notifications its
 // receiver took are not requests): under `charge` the nodes' figure is the
 // node CPU per charge, under `webhooks` per notification (one charge each),
@@ -28,6 +31,9 @@ type ProcessCPU struct {
 	Seconds      float64 `json:"cpu_seconds"`
 	Cores        float64 `json:"cores"` // Seconds over the window's length
 	USPerRequest float64 `json:"us_per_request"`
+	PageFaults   uint64  `json:"page_faults"` // minor and major, in the window
+	// FaultsPerRequest divides PageFaults as USPerRequest divides Seconds.
+	FaultsPerRequest float64 `json:"page_faults_per_request"`
 }
 
 // harnessName names gatewaybench's own entry in a report's ProcessCPU.
@@ -37,53 +43,70 @@ const harnessName = "harness"
 // architecture Go supports.
 const userHZ = 100
 
-// processTicks reads a process's user plus system time from
-// /proc/<pid>/stat, in ticks; ok is false where it cannot (not Linux, or
-// the process is gone).
-func processTicks(pid int) (ticks uint64, ok bool) {
+// processCounters are a process's cumulative counters at one moment.
+type processCounters struct {
+	ticks  uint64 // user plus system time
+	faults uint64 // minor plus major page faults
+}
+
+// readProcessCounters reads a process's counters from /proc/<pid>/stat; ok
+// is false where it cannot (not Linux, or the process is gone).
+func readProcessCounters(pid int) (c processCounters, ok bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, false
+		return processCounters{}, false
 	}
-	ticks, err = parseProcessTicks(data)
-	return ticks, err == nil
+	c, err = parseProcessStat(data)
+	return c, err == nil
 }
 
-// parseProcessTicks reads utime and stime, the 14th and 15th fields. The
-// second field is the command in parentheses and may itself hold spaces and
-// parentheses, so fields are counted from after its last ')'.
-func parseProcessTicks(stat []byte) (uint64, error) {
+// parseProcessStat reads minflt and majflt, the 10th and 12th fields, and
+// utime and stime, the 14th and 15th. The second field is the command in
+// parentheses and may itself hold spaces and parentheses, so fields are
+// counted from after its last ')'.
+func parseProcessStat(stat []byte) (processCounters, error) {
 	end := bytes.LastIndexByte(stat, ')')
 	if end < 0 {
-		return 0, fmt.Errorf("/proc stat has no command field")
+		return processCounters{}, fmt.Errorf("/proc stat has no command field")
 	}
 	fields := strings.Fields(string(stat[end+1:]))
-	// fields[0] is the 3rd field (state); utime is the 14th, stime the 15th.
-	const utime, stime = 14 - 3, 15 - 3
+	// fields[0] is the 3rd field (state).
+	const minflt, majflt, utime, stime = 10 - 3, 12 - 3, 14 - 3, 15 - 3
 	if len(fields) <= stime {
-		return 0, fmt.Errorf("/proc stat has %d fields after the command, want more than %d", len(fields), stime)
+		return processCounters{}, fmt.Errorf("/proc stat has %d fields after the command, want more than %d", len(fields), stime)
 	}
-	var sum uint64
-	for _, i := range []int{utime, stime} {
-		n, err := strconv.ParseUint(fields[i], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc stat field %d: %w", i+3, err)
+	sum := func(a, b int) (uint64, error) {
+		var total uint64
+		for _, i := range []int{a, b} {
+			n, err := strconv.ParseUint(fields[i], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc stat field %d: %w", i+3, err)
+			}
+			total += n
 		}
-		sum += n
+		return total, nil
 	}
-	return sum, nil
+	var c processCounters
+	var err error
+	if c.ticks, err = sum(utime, stime); err != nil {
+		return processCounters{}, err
+	}
+	if c.faults, err = sum(minflt, majflt); err != nil {
+		return processCounters{}, err
+	}
+	return c, nil
 }
 
-// processSample is the CPU ticks of the harness and of each node at one
+// processSample is the counters of the harness and of each node at one
 // moment, by pid; a process that could not be read is missing from it.
-type processSample map[int]uint64
+type processSample map[int]processCounters
 
-// sampleProcesses reads the harness's and the nodes' CPU ticks.
+// sampleProcesses reads the harness's and the nodes' counters.
 func sampleProcesses(nodes []NodeProcess) processSample {
 	s := make(processSample, len(nodes)+1)
 	read := func(pid int) {
-		if t, ok := processTicks(pid); ok {
-			s[pid] = t
+		if c, ok := readProcessCounters(pid); ok {
+			s[pid] = c
 		}
 	}
 	read(os.Getpid())
@@ -99,17 +122,19 @@ func processCPUBetween(a, b processSample, nodes []NodeProcess, windowSecs float
 	named := append([]NodeProcess{{Name: harnessName, PID: os.Getpid()}}, nodes...)
 	var out []ProcessCPU
 	for _, p := range named {
-		t0, ok0 := a[p.PID]
-		t1, ok1 := b[p.PID]
-		if !ok0 || !ok1 || t1 < t0 {
+		c0, ok0 := a[p.PID]
+		c1, ok1 := b[p.PID]
+		if !ok0 || !ok1 || c1.ticks < c0.ticks || c1.faults < c0.faults {
 			continue
 		}
-		pc := ProcessCPU{Name: p.Name, PID: p.PID, Seconds: float64(t1-t0) / userHZ}
+		pc := ProcessCPU{Name: p.Name, PID: p.PID, Seconds: float64(c1.ticks-c0.ticks) / userHZ,
+			PageFaults: c1.faults - c0.faults}
 		if windowSecs > 0 {
 			pc.Cores = pc.Seconds / windowSecs
 		}
 		if requests > 0 {
 			pc.USPerRequest = pc.Seconds * 1e6 / float64(requests)
+			pc.FaultsPerRequest = float64(pc.PageFaults) / float64(requests)
 		}
 		out = append(out, pc)
 	}
@@ -118,29 +143,35 @@ func processCPUBetween(a, b processSample, nodes []NodeProcess, windowSecs float
 
 // processCPUSummary is the report's line about the processes' CPU, e.g.
 // "CPU per request: harness 41µs, nodes 205µs (n1 205µs); cores used:
-// harness 0.31, nodes 1.52".
+// harness 0.31, nodes 1.52; nodes' page faults 99054 (1.40 per request)".
+// The nodes' page faults follow only when there are nodes.
 func processCPUSummary(ps []ProcessCPU) string {
 	if len(ps) == 0 {
 		return ""
 	}
 	harness, nodes := harnessAndNodes(ps)
 	var per, cores []string
+	var faults string
 	if harness != nil {
 		per = append(per, "harness "+fmtUS(int64(harness.USPerRequest)))
 		cores = append(cores, fmt.Sprintf("harness %.2f", harness.Cores))
 	}
 	if len(nodes) > 0 {
-		var sumUS, sumCores float64
+		var sumUS, sumCores, sumFaultsPer float64
+		var sumFaults uint64
 		each := make([]string, len(nodes))
 		for i, n := range nodes {
 			sumUS += n.USPerRequest
 			sumCores += n.Cores
+			sumFaults += n.PageFaults
+			sumFaultsPer += n.FaultsPerRequest
 			each[i] = n.Name + " " + fmtUS(int64(n.USPerRequest))
 		}
 		per = append(per, "nodes "+fmtUS(int64(sumUS))+" ("+strings.Join(each, ", ")+")")
 		cores = append(cores, fmt.Sprintf("nodes %.2f", sumCores))
+		faults = fmt.Sprintf("; nodes' page faults %d (%.2f per request)", sumFaults, sumFaultsPer)
 	}
-	return "CPU per request: " + strings.Join(per, ", ") + "; cores used: " + strings.Join(cores, ", ")
+	return "CPU per request: " + strings.Join(per, ", ") + "; cores used: " + strings.Join(cores, ", ") + faults
 }
 
 // nodesUSPerRequest is the nodes' CPU per request, summed over the nodes.
