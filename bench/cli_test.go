@@ -197,6 +197,22 @@ func TestCompareCPUPerRequest(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
+
+	// With page faults on both sides they follow, summed over the nodes.
+	withFaults := func(r Report, faults ...float64) Report {
+		r.ProcessCPU = append([]ProcessCPU(nil), r.ProcessCPU...)
+		for i, f := range faults {
+			r.ProcessCPU[i+1].FaultsPerRequest = f
+		}
+		return r
+	}
+	a = []Report{withFaults(withCPU(charge, 40, 200), 1.5), withFaults(withCPU(charge, 30, 100), 0.5)}
+	b = []Report{withFaults(withCPU(charge, 35, 60, 30, 30), 0.1, 0.1, 0.05)}
+	got = cpuLines(a, b)
+	want = []string{"CPU per request, charge: nodes 150µs → 120µs (0.80x), harness 35µs → 35µs (1.00x); nodes' page faults 1.00 → 0.25 per request (0.25x)"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
 }
 
 // TestCompareAgainstCeiling: a ceiling run and a charge run share no

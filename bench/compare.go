@@ -155,10 +155,11 @@ func stealNote(a, b []Report) string {
 // per workload found on both sides, e.g. "CPU per request, charge: nodes
 // 164µs → 150µs (0.91x), harness 34µs → 33µs (0.97x)". Where the rates
 // moved with the host, this is the comparison that still says which build
-// does less work. A workload that appears several times on a side is
-// averaged over its runs.
+// does less work. The nodes' page faults per request follow when both sides
+// counted some (results from before the harness read them have none). A
+// workload that appears several times on a side is averaged over its runs.
 func cpuLines(a, b []Report) []string {
-	type perRequest struct{ nodes, harness, runs float64 }
+	type perRequest struct{ nodes, harness, faults, runs float64 }
 	collect := func(rs []Report) map[string]*perRequest {
 		m := map[string]*perRequest{}
 		for _, r := range rs {
@@ -173,6 +174,9 @@ func cpuLines(a, b []Report) []string {
 			}
 			pr.nodes += nodesUSPerRequest(nodes)
 			pr.harness += harness.USPerRequest
+			for _, n := range nodes {
+				pr.faults += n.FaultsPerRequest
+			}
 			pr.runs++
 		}
 		return m
@@ -190,9 +194,13 @@ func cpuLines(a, b []Report) []string {
 		pa, pb := ma[w], mb[w]
 		na, nb := pa.nodes/pa.runs, pb.nodes/pb.runs
 		ha, hb := pa.harness/pa.runs, pb.harness/pb.runs
-		lines = append(lines, fmt.Sprintf("CPU per request, %s: nodes %s → %s (%s), harness %s → %s (%s)", w,
+		line := fmt.Sprintf("CPU per request, %s: nodes %s → %s (%s), harness %s → %s (%s)", w,
 			fmtUS(int64(na)), fmtUS(int64(nb)), fmtRatio(div(nb, na)),
-			fmtUS(int64(ha)), fmtUS(int64(hb)), fmtRatio(div(hb, ha))))
+			fmtUS(int64(ha)), fmtUS(int64(hb)), fmtRatio(div(hb, ha)))
+		if fa, fb := pa.faults/pa.runs, pb.faults/pb.runs; fa > 0 && fb > 0 {
+			line += fmt.Sprintf("; nodes' page faults %.2f → %.2f per request (%s)", fa, fb, fmtRatio(div(fb, fa)))
+		}
+		lines = append(lines, line)
 	}
 	return lines
 }
