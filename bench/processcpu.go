@@ -17,14 +17,16 @@ type NodeProcess struct {
 
 // ProcessCPU is the CPU time (user and system) one process spent in the
 // measured window, and the page faults it took (Linux, /proc/<pid>/stat).
-// Page faults say how much of that time went into first touches of memory:
-// a fresh node faults in its heap and Pebble's memtables as it goes, at
-// ~9 µs a page on a paravirtualised guest (docs/performance.md). Per request divides it by the
-// HTTP requests the harness completed in the window (notifications its
-// receiver took are not requests): under `charge` the nodes' figure is the
-// node CPU per charge, under `webhooks` per notification (one charge each),
-// under `lifecycle` per step. On two shared cores this is the figure that
-// compares across minutes, where rates move with the host.
+// The faults say how much of that time went into first touches of memory:
+// a fresh node faults in its heap and Pebble's memtables as it grows, at
+// ~9 µs a page on a paravirtualised guest (docs/performance.md).
+//
+// Per request divides both by the HTTP requests the harness completed in
+// the window (notifications its receiver took are not requests): under
+// `charge` the nodes' figure is the node CPU per charge, under `webhooks`
+// per notification (one charge each), under `lifecycle` per step. On two
+// shared cores the CPU per request is the figure that compares across
+// minutes, where rates move with the host.
 type ProcessCPU struct {
 	Name         string  `json:"name"` // harnessName for gatewaybench itself
 	PID          int     `json:"pid"`
