@@ -336,3 +336,101 @@ func TestClusterRetentionPrunesEveryReplica(t *testing.T) {
 	}
 	c.WaitConverged(30 * time.Second)
 }
+
+// A deposed leader that has not noticed must not answer from its store.
+//
+// The leader is paused (SIGSTOP: a long GC pause, a stalled VM) and the
+// others elect a new leader, which settles an order. Then the others are
+// paused too, status requests are sent to the old leader, and it wakes
+// alone. It runs with a longer heartbeat timeout than the others, so its
+// leader lease (half of it) has not run out: it still believes it leads,
+// hears from no one, and its store has not seen the settlement. Each
+// request must get a 503 (leadership not confirmed) or, relayed to the new
+// leader once the others wake, the settled order; never the authorised
+// order from before. That is the read barrier's leadership confirmation
+// (cluster/DESIGN.md, "Read path"): without it, this test fails.
+func TestClusterDeposedLeaderServesNoStaleRead(t *testing.T) {
+	c := nodetest.StartCluster(t, 3, "--raft-heartbeat-timeout", "2s", "--raft-election-timeout", "2s")
+	// The lease must outlast the pause: 7 s against ~3-5 s for the others
+	// (2 s heartbeat timeout) to elect a new leader. Its heartbeats, every
+	// tenth of its timeout, still come more often than the others' timeout.
+	old := c.Nodes[2]
+	old.Args = append(old.Args, "--raft-heartbeat-timeout", "14s", "--raft-election-timeout", "14s")
+	old.Restart()
+	c.WaitMembers(3, 20*time.Second)
+	c.WaitConverged(20 * time.Second)
+	if _, err := old.Admin("POST", "/admin/v1/cluster/transfer-leadership", `{"node_id":"`+old.ID+`"}`, nil); err != nil {
+		t.Fatalf("transfer leadership to %s: %v", old.ID, err)
+	}
+	if l := c.WaitLeader(nil, 10*time.Second); l != old {
+		t.Fatalf("leader after the transfer: %s", l.ID)
+	}
+
+	m := old.CreateMerchant(t, 100000)
+	m.HTTPClient = clusterClient()
+	id := newOrderID("deposed")
+	if r := m.At(old).Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 24)); r.Status != 200 {
+		t.Fatalf("charge: %d %s", r.Status, r.Body)
+	}
+	m.At(old).WaitStatus(t, id, "authorized", 10*time.Second)
+	c.WaitConverged(10 * time.Second)
+
+	old.Pause()
+	pausedAt := time.Now()
+	next := c.WaitLeader(old, 10*time.Second)
+	if r := m.At(next).Post(t, "settle", map[string]any{"order_id": id, "amount": 1000}); r.Str("status") != "settled" {
+		t.Fatalf("settle on the new leader %s: %d %s", next.ID, r.Status, r.Body)
+	}
+	var others []*nodetest.Node
+	for _, n := range c.Nodes {
+		if n != old {
+			n.Pause()
+			others = append(others, n)
+		}
+	}
+
+	// The requests wait in the paused node's sockets, to be read the moment
+	// it wakes. One relayed to the paused new leader waits for it.
+	const readers = 16
+	type answer struct {
+		r   *nodetest.Response
+		err error
+	}
+	answers := make(chan answer, readers)
+	slow := *m
+	slow.HTTPClient = &http.Client{Timeout: 60 * time.Second}
+	for i := 0; i < readers; i++ {
+		go func() {
+			r, err := slow.At(old).TryPost("status", map[string]any{"order_id": id})
+			answers <- answer{r, err}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	old.Resume()
+	t.Logf("%s settled the order; %s woke alone after %s", next.ID, old.ID, time.Since(pausedAt).Round(time.Millisecond))
+	time.Sleep(time.Second)
+	for _, n := range others {
+		n.Resume()
+	}
+
+	counts := map[string]int{}
+	for i := 0; i < readers; i++ {
+		a := <-answers
+		switch {
+		case a.err != nil:
+			t.Errorf("status from the deposed leader: %v", a.err)
+		case a.r.Status == 503:
+			counts["503"]++
+		case a.r.Status == 200 && a.r.Str("status") == "settled":
+			counts["settled"]++
+		default:
+			t.Errorf("a stale or wrong answer from the deposed leader: %d %s", a.r.Status, a.r.Body)
+		}
+	}
+	t.Logf("its answers: %v", counts)
+	r := m.At(old).WaitStatus(t, id, "settled", 15*time.Second)
+	if r.Num("settled_amount") != 1000 {
+		t.Fatalf("after the others woke: %s", r.Body)
+	}
+	c.WaitConverged(20 * time.Second)
+}

@@ -112,10 +112,11 @@ func (n *Node) Self(digest bool) (*SelfStatus, error) {
 	return &st, nil
 }
 
-// Leader returns the running node that reports itself leader, or nil.
+// Leader returns the running node that reports itself leader, or nil. A
+// paused node is not asked: it would not answer.
 func (c *Cluster) Leader() *Node {
 	for _, n := range c.Nodes {
-		if !n.Alive() {
+		if !n.Alive() || n.Paused() {
 			continue
 		}
 		if st, err := n.Self(false); err == nil && st.State == "Leader" {

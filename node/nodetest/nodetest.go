@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -105,6 +106,7 @@ type Node struct {
 	stdout   *syncBuffer
 	exited   chan struct{}
 	exitErr  error
+	paused   atomic.Bool // SIGSTOPped: running, but answering nothing
 
 	// Token is the admin token when it is not AdminToken (nodes that
 	// nodetest did not start).
@@ -222,6 +224,29 @@ func (n *Node) Stop(timeout time.Duration) error {
 		return fmt.Errorf("%s did not exit within %s", n.ID, timeout)
 	}
 }
+
+// Pause stops the process with SIGSTOP, as a long GC pause or a stalled VM
+// would: its sockets still accept connections and buffer requests, and it
+// answers nothing until Resume.
+func (n *Node) Pause() {
+	n.t.Helper()
+	if err := n.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		n.t.Fatalf("pause %s: %v", n.ID, err)
+	}
+	n.paused.Store(true)
+}
+
+// Resume continues a paused process (SIGCONT).
+func (n *Node) Resume() {
+	n.t.Helper()
+	if err := n.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		n.t.Fatalf("resume %s: %v", n.ID, err)
+	}
+	n.paused.Store(false)
+}
+
+// Paused reports whether the node is paused (Pause without Resume).
+func (n *Node) Paused() bool { return n.paused.Load() }
 
 // Restart starts the process again on the same data dir and addresses.
 func (n *Node) Restart() {
