@@ -341,14 +341,15 @@ func TestClusterRetentionPrunesEveryReplica(t *testing.T) {
 //
 // The leader is paused (SIGSTOP: a long GC pause, a stalled VM) and the
 // others elect a new leader, which settles an order. Then the others are
-// paused too, status requests are sent to the old leader, and it wakes
-// alone. It runs with a longer heartbeat timeout than the others, so its
-// leader lease (half of it) has not run out: it still believes it leads,
-// hears from no one, and its store has not seen the settlement. Each
-// request must get a 503 (leadership not confirmed) or, relayed to the new
-// leader once the others wake, the settled order; never the authorised
-// order from before. That is the read barrier's leadership confirmation
-// (cluster/DESIGN.md, "Read path"): without it, this test fails.
+// paused too, requests are sent to the old leader, and it wakes alone. It
+// runs with a longer heartbeat timeout than the others, so its leader
+// lease (half of it) has not run out: it still believes it leads, hears
+// from no one, and its store has not seen the settlement. Each status read
+// and each repeat of the charge must get a 503 (leadership not confirmed)
+// or, relayed to the new leader once the others wake, the settled order;
+// never the authorised order from before. That is the read barrier's
+// leadership confirmation (cluster/DESIGN.md, "Read path"): without it,
+// this test failed in 6 runs of 7.
 func TestClusterDeposedLeaderServesNoStaleRead(t *testing.T) {
 	c := nodetest.StartCluster(t, 3, "--raft-heartbeat-timeout", "2s", "--raft-election-timeout", "2s")
 	// The lease must outlast the pause: 7 s against ~3-5 s for the others
@@ -369,7 +370,8 @@ func TestClusterDeposedLeaderServesNoStaleRead(t *testing.T) {
 	m := old.CreateMerchant(t, 100000)
 	m.HTTPClient = clusterClient()
 	id := newOrderID("deposed")
-	if r := m.At(old).Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 24)); r.Status != 200 {
+	charge := chargeBody(id, "4111111111111111", 1000, 24)
+	if r := m.At(old).Post(t, "charge", charge); r.Status != 200 {
 		t.Fatalf("charge: %d %s", r.Status, r.Body)
 	}
 	m.At(old).WaitStatus(t, id, "authorized", 10*time.Second)
@@ -390,9 +392,13 @@ func TestClusterDeposedLeaderServesNoStaleRead(t *testing.T) {
 	}
 
 	// The requests wait in the paused node's sockets, to be read the moment
-	// it wakes. One relayed to the paused new leader waits for it.
+	// it wakes. One relayed to the paused new leader waits for it. Half are
+	// status reads; half repeat the charge, which the order actor answers
+	// from the order it holds (a local decision, the other thing the
+	// barrier guards).
 	const readers = 16
 	type answer struct {
+		op  string
 		r   *nodetest.Response
 		err error
 	}
@@ -400,9 +406,13 @@ func TestClusterDeposedLeaderServesNoStaleRead(t *testing.T) {
 	slow := *m
 	slow.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	for i := 0; i < readers; i++ {
+		op, body := "status", map[string]any{"order_id": id}
+		if i%2 == 1 {
+			op, body = "charge", charge
+		}
 		go func() {
-			r, err := slow.At(old).TryPost("status", map[string]any{"order_id": id})
-			answers <- answer{r, err}
+			r, err := slow.At(old).TryPost(op, body)
+			answers <- answer{op, r, err}
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -418,13 +428,13 @@ func TestClusterDeposedLeaderServesNoStaleRead(t *testing.T) {
 		a := <-answers
 		switch {
 		case a.err != nil:
-			t.Errorf("status from the deposed leader: %v", a.err)
+			t.Errorf("%s from the deposed leader: %v", a.op, a.err)
 		case a.r.Status == 503:
-			counts["503"]++
+			counts[a.op+" 503"]++
 		case a.r.Status == 200 && a.r.Str("status") == "settled":
-			counts["settled"]++
+			counts[a.op+" settled"]++
 		default:
-			t.Errorf("a stale or wrong answer from the deposed leader: %d %s", a.r.Status, a.r.Body)
+			t.Errorf("a stale or wrong %s answer from the deposed leader: %d %s", a.op, a.r.Status, a.r.Body)
 		}
 	}
 	t.Logf("its answers: %v", counts)
