@@ -403,15 +403,15 @@ func TestClusterDeposedLeaderServesNoStaleRead(t *testing.T) {
 		err error
 	}
 	answers := make(chan answer, readers)
-	slow := *m
-	slow.HTTPClient = &http.Client{Timeout: 60 * time.Second}
+	toOld := m.At(old)
+	toOld.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	for i := 0; i < readers; i++ {
 		op, body := "status", map[string]any{"order_id": id}
 		if i%2 == 1 {
 			op, body = "charge", charge
 		}
 		go func() {
-			r, err := slow.At(old).TryPost(op, body)
+			r, err := toOld.TryPost(op, body)
 			answers <- answer{op, r, err}
 		}()
 	}
