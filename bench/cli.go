@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -27,6 +29,7 @@ const Usage = `usage:
   gatewaybench run (--target URL[,URL...] | --spawn 1|3) [flags]
   gatewaybench compare A.json B.json
   gatewaybench stalls [--slice 10ms] [--top 15] [--syscall-over 5ms] TRACE
+  gatewaybench layers CPU_PROFILE...
 
 run drives one workload against gateway nodes on loopback addresses and prints
 a latency and throughput table; --json also writes the result as JSON.
@@ -45,6 +48,8 @@ target:
                          workers over all nodes (followers forward to the leader: one more hop)
   --node-pids PID[,PID]  --target: the nodes' process ids, to report their CPU per request
                          (Linux; --spawn reports its nodes' own)
+  --node-pprof A[,A]     --target: the nodes' pprof addresses (gatewayd --pprof-addr), for
+                         --profile-dir (--spawn serves its nodes' own)
   --merchant-key K       merchant API public key (not needed with --spawn or for ceiling)
   --merchant-secret S    merchant API secret key
   --webhook-key K        webhook public key: verify notifications (optional)
@@ -72,13 +77,20 @@ output:
                          the median of the runs' figures after their tables (default 1)
   --json FILE            write the result as JSON (with --runs N > 1, an array of the N results)
   --cpu-profile FILE     write a CPU profile (pprof) of gatewaybench itself over the run: the
-                         harness shares the machine with the nodes (theirs: gatewayd --pprof-addr)
+                         harness shares the machine with the nodes (theirs: --profile-dir)
+  --profile-dir DIR      take a CPU and an allocation profile of every node over the window into
+                         DIR (DIR/runN with --runs), and print where each node's CPU went by layer
+                         and what it allocated per request
 
 stalls reads a Go execution trace of a node, taken during a run with
   curl -o trace.out 'http://127.0.0.1:6060/debug/pprof/trace?seconds=4'
 from gatewayd --pprof-addr 127.0.0.1:6060, cuts it into slices and prints the
 slices where goroutines waited longest for a CPU, with what ran and what sat in
 system calls in them, and every system call over --syscall-over with its stack.
+
+layers prints where the CPU of each profile went, by layer of the gateway (the
+breakdown --profile-dir prints), for profiles taken by hand, e.g.
+  curl -o cpu.pb.gz 'http://127.0.0.1:6060/debug/pprof/profile?seconds=8'
 
 Exit status: 0 after a run (failed requests are counted, not fatal), 1 when the
 run could not start (or compare or stalls could not read its files), 2 for a
@@ -100,6 +112,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return mainCompare(args[1:], stdout, stderr)
 	case "stalls":
 		return mainStalls(args[1:], stdout, stderr)
+	case "layers":
+		return mainLayers(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
@@ -120,6 +134,7 @@ type runArgs struct {
 	runs            int  // --runs: runs of the workload, medians printed after
 	jsonPath        string
 	cpuProfile      string
+	profileDir      string // --profile-dir; each run's own is cfg.ProfileDir
 }
 
 func parseRunArgs(args []string) (runArgs, error) {
@@ -153,8 +168,10 @@ func parseRunArgs(args []string) (runArgs, error) {
 	fs.DurationVar(&ra.cfg.WebhookWait, "webhook-wait", DefaultWebhookWait, "")
 	fs.StringVar(&ra.jsonPath, "json", "", "")
 	fs.StringVar(&ra.cpuProfile, "cpu-profile", "", "")
-	var pids string
+	fs.StringVar(&ra.profileDir, "profile-dir", "", "")
+	var pids, pprofAddrs string
 	fs.StringVar(&pids, "node-pids", "", "")
+	fs.StringVar(&pprofAddrs, "node-pprof", "", "")
 	fs.Func("gatewayd-flag", "", func(v string) error {
 		ra.gatewaydFlags = append(ra.gatewaydFlags, v)
 		return nil
@@ -185,6 +202,10 @@ func parseRunArgs(args []string) (runArgs, error) {
 		return ra, errors.New("--gatewayd and --gatewayd-flag need --spawn")
 	case ra.spawn != 0 && pids != "":
 		return ra, errors.New("--spawn reports its own nodes' CPU: drop --node-pids")
+	case ra.spawn != 0 && pprofAddrs != "":
+		return ra, errors.New("--spawn profiles its own nodes: drop --node-pprof")
+	case pprofAddrs != "" && ra.profileDir == "":
+		return ra, errors.New("--node-pprof goes with --profile-dir")
 	case ra.runs < 1:
 		return ra, errors.New("--runs must be at least 1")
 	case ra.leaderOnly && ra.spawn != 3:
@@ -199,6 +220,15 @@ func parseRunArgs(args []string) (runArgs, error) {
 			return ra, fmt.Errorf("--node-pids: %q is not a process id", p)
 		}
 		ra.cfg.Nodes = append(ra.cfg.Nodes, NodeProcess{Name: "pid " + p, PID: pid})
+	}
+	for _, a := range strings.Split(pprofAddrs, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return ra, fmt.Errorf("--node-pprof: %q is not host:port", a)
+		}
+		ra.cfg.Nodes = append(ra.cfg.Nodes, NodeProcess{Name: "pprof " + a, PprofAddr: a})
 	}
 	for _, t := range strings.Split(targets, ",") {
 		if t = strings.TrimSpace(t); t != "" {
@@ -271,6 +301,16 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for i := range ra.runs {
 		if ra.runs > 1 {
 			fmt.Fprintf(stdout, "run %d of %d\n", i+1, ra.runs)
+		}
+		cfg.ProfileDir = ra.profileDir
+		if ra.profileDir != "" && ra.runs > 1 {
+			cfg.ProfileDir = filepath.Join(ra.profileDir, fmt.Sprintf("run%d", i+1))
+		}
+		if cfg.ProfileDir != "" {
+			if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+				fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+				return ExitNotStarted
+			}
 		}
 		rep, err := runOnce(ctx, ra, cfg, stderr, startProfile)
 		if err != nil {
@@ -349,6 +389,7 @@ func spawnForRun(ctx context.Context, ra runArgs, log io.Writer) (*Cluster, erro
 		SettleDelayUnit: ra.settleDelayUnit,
 		ReadyTimeout:    ra.readyTimeout,
 		ExtraArgs:       ra.gatewaydFlags,
+		Pprof:           ra.profileDir != "",
 		Log:             log,
 	})
 	if err != nil {
@@ -414,6 +455,33 @@ func mainStalls(args []string, stdout, stderr io.Writer) int {
 		return ExitNotStarted
 	}
 	a.WriteStalls(stdout, *top)
+	return ExitOK
+}
+
+// mainLayers is the layers command: CPU profiles cut into the gateway's
+// layers.
+func mainLayers(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "gatewaybench layers: want one or more CPU profiles\n\n%s", Usage)
+		return ExitUsage
+	}
+	for _, path := range args {
+		p, err := readProfileFile(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+			return ExitNotStarted
+		}
+		b, err := BreakDownCPU(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "gatewaybench: %s: %v\n", path, err)
+			return ExitNotStarted
+		}
+		fmt.Fprintf(stdout, "%s: %.1fs of CPU sampled over %s; system calls %.1f%%\n",
+			path, b.CPUSeconds, time.Duration(p.DurationNanos).Round(time.Millisecond), 100*b.SyscallShare)
+		for _, l := range b.Layers {
+			fmt.Fprintf(stdout, "  %5.1f%%  %s\n", 100*l.Share, l.Name)
+		}
+	}
 	return ExitOK
 }
 

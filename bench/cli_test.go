@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +27,11 @@ func TestMainUsageErrors(t *testing.T) {
 		{"run", "--target", "http://127.0.0.1:1", "--node-pids", "12,x"},
 		{"run", "--target", "http://127.0.0.1:1", "--node-pids", "-4"},
 		{"run", "--spawn", "1", "--node-pids", "12"},
+		{"run", "--spawn", "1", "--node-pprof", "127.0.0.1:6060", "--profile-dir", "p"},
+		{"run", "--target", "http://127.0.0.1:1", "--node-pprof", "127.0.0.1:6060"},
+		{"run", "--target", "http://127.0.0.1:1", "--node-pprof", "6060", "--profile-dir", "p"},
+		{"layers"},
+		{"layers", "--top", "3"},
 		{"run", "--spawn", "1", "--leader-only"},
 		{"run", "--target", "http://127.0.0.1:1", "--runs", "0"},
 		{"run", "--target", "http://127.0.0.1:1", "--leader-only"},
@@ -63,6 +70,75 @@ func TestMainRunAgainstTarget(t *testing.T) {
 	}
 	if reps, err := LoadReports(out); err != nil || reps[0].Mix != "charge=3,status=1" {
 		t.Errorf("%+v %v", reps, err)
+	}
+}
+
+// --node-pprof with --profile-dir: each run's node profiles land in a
+// folder of its own, and the report and its summary carry the breakdown.
+func TestMainRunNodePprof(t *testing.T) {
+	g, m := startFake(t)
+	cpu, _ := cpuProfile().encoded(t)
+	allocs, _ := allocProfile().encoded(t)
+	pprofSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/debug/pprof/profile":
+			w.Write(cpu)
+		case "/debug/pprof/allocs":
+			w.Write(allocs)
+		}
+	}))
+	defer pprofSrv.Close()
+	addr := strings.TrimPrefix(pprofSrv.URL, "http://")
+	dir := filepath.Join(t.TempDir(), "profiles")
+	out := filepath.Join(t.TempDir(), "r.json")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--target", g.url, "--merchant-key", m.APIPK, "--merchant-secret", m.APISK,
+		"--workload", "charge", "--concurrency", "2", "--duration", "300ms", "--runs", "2",
+		"--node-pprof", addr, "--profile-dir", dir, "--json", out}, &stdout, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	reps, err := LoadReports(out)
+	if err != nil || len(reps) != 2 {
+		t.Fatalf("%d reports, %v", len(reps), err)
+	}
+	for i, r := range reps {
+		if len(r.NodeProfiles) != 1 {
+			t.Fatalf("run %d: node profiles %+v", i+1, r.NodeProfiles)
+		}
+		np := r.NodeProfiles[0]
+		runDir := filepath.Join(dir, fmt.Sprintf("run%d", i+1))
+		if np.Node != "pprof "+addr || np.Error != "" || filepath.Dir(np.CPUFile) != runDir || len(np.Layers) == 0 {
+			t.Fatalf("run %d: %+v", i+1, np)
+		}
+	}
+	if s := stdout.String(); strings.Count(s, "pprof "+addr+" profile (1s") != 2 || !strings.Contains(s, "allocation and GC 30.0%") {
+		t.Fatalf("summary:\n%s", s)
+	}
+}
+
+// The layers command reads profiles taken by hand.
+func TestMainLayers(t *testing.T) {
+	cpu, _ := cpuProfile().encoded(t)
+	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
+	if err := os.WriteFile(path, cpu, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"layers", path}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"0.1s of CPU sampled over 8s; system calls 25.0%", " 30.0%  allocation and GC", "  5.0%  other"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	allocs, _ := allocProfile().encoded(t)
+	if err := os.WriteFile(path, allocs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := Main(context.Background(), []string{"layers", path}, &stdout, &stderr); code != ExitNotStarted {
+		t.Fatalf("an allocation profile: exit %d, want %d", code, ExitNotStarted)
 	}
 }
 

@@ -83,6 +83,10 @@ type Config struct {
 	// the report counts with the harness's own (Linux): the CLI sets them
 	// for the nodes --spawn starts, and from --node-pids.
 	Nodes []NodeProcess
+	// ProfileDir, when set, receives a CPU and an allocation profile of
+	// every node in Nodes with a PprofAddr, taken over the window
+	// (nodeprofile.go); the report says where each node's CPU went.
+	ProfileDir string
 
 	// Progress, when set, receives a one-line progress display once a second
 	// (carriage return, no newline); the CLI sets it only when stdout is a terminal.

@@ -11,8 +11,11 @@ import (
 // NodeProcess is a gateway process on this machine whose CPU time a run
 // counts.
 type NodeProcess struct {
-	Name string // how the report names it: the node id, or "pid N"
-	PID  int
+	Name string // how the report names it: the node id, "pid N" or "pprof ADDR"
+	PID  int    // 0 when only its profiles are taken (--node-pprof)
+	// PprofAddr is where the node serves net/http/pprof (host:port), for
+	// the run's node profiles (Config.ProfileDir); empty for none.
+	PprofAddr string
 }
 
 // ProcessCPU is the CPU time (user and system) one process spent in the

@@ -26,11 +26,13 @@ func TestWorkloadsAgainstRealGatewayd(t *testing.T) {
 	for _, w := range bench.Workloads {
 		t.Run(w, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), w+".json")
+			profiles := filepath.Join(t.TempDir(), "profiles")
 			var stdout, stderr bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			args := []string{"run", "--spawn", "1", "--gatewayd", bin, "--workload", w,
-				"--concurrency", "4", "--duration", "1s", "--orders", "20", "--webhook-wait", "5s", "--json", out}
+				"--concurrency", "4", "--duration", "1s", "--orders", "20", "--webhook-wait", "5s", "--json", out,
+				"--profile-dir", profiles}
 			if code := bench.Main(ctx, args, &stdout, &stderr); code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 			}
@@ -50,6 +52,7 @@ func TestWorkloadsAgainstRealGatewayd(t *testing.T) {
 				t.Fatalf("errors against the real node: %+v\n%s", r.Errors, stdout.String())
 			}
 			checkNodeCPU(t, r, "node1")
+			checkNodeProfile(t, r, "node1", profiles)
 			if r.Nodes == nil {
 				t.Fatalf("no node counters from the node's /metrics:\n%s", stdout.String())
 			}
@@ -122,6 +125,34 @@ func checkNodeCPU(t *testing.T, r bench.Report, node string) {
 		if !ok || p.Seconds <= 0 || p.USPerRequest <= 0 || p.Cores <= 0 {
 			t.Errorf("%s's CPU is missing from the report: %+v", name, r.ProcessCPU)
 		}
+	}
+}
+
+// checkNodeProfile: with --profile-dir the spawned node served pprof, its
+// CPU profile of the window is in the directory, and every sampled second
+// is in some layer, the HTTP server's among them (every workload makes
+// requests).
+func checkNodeProfile(t *testing.T, r bench.Report, node, dir string) {
+	t.Helper()
+	if len(r.NodeProfiles) != 1 {
+		t.Fatalf("node profiles: %+v", r.NodeProfiles)
+	}
+	np := r.NodeProfiles[0]
+	if np.Node != node || np.Error != "" || filepath.Dir(np.CPUFile) != dir || np.AllocsFile == "" {
+		t.Fatalf("%s's profiles: %+v", node, np)
+	}
+	if _, err := os.Stat(np.CPUFile); err != nil {
+		t.Fatal(err)
+	}
+	var sum, http float64
+	for _, l := range np.Layers {
+		sum += l.Share
+		if l.Name == "HTTP" {
+			http = l.Share
+		}
+	}
+	if np.CPUSeconds <= 0 || http <= 0 || sum < 0.999 || sum > 1.001 {
+		t.Fatalf("%s's layers (%.2fs sampled): %+v", node, np.CPUSeconds, np.Layers)
 	}
 }
 

@@ -33,11 +33,14 @@ type Report struct {
 	ProcessCPU []ProcessCPU `json:"process_cpu,omitzero"`
 	// Nodes is what the targets' /metrics counted over the window: where
 	// order reads were served from, Pebble's flushes and compactions.
-	Nodes    *NodeCounters       `json:"node_counters,omitzero"`
-	Ops      map[string]OpReport `json:"ops"`
-	Errors   ErrorReport         `json:"errors"`
-	OpenLoop *OpenLoopReport     `json:"open_loop,omitzero"`
-	Webhooks *WebhookReport      `json:"webhooks,omitzero"`
+	Nodes *NodeCounters `json:"node_counters,omitzero"`
+	// NodeProfiles are the nodes' CPU and allocation profiles over the
+	// window (--profile-dir): where each node's CPU went, by layer.
+	NodeProfiles []NodeProfile       `json:"node_profiles,omitzero"`
+	Ops          map[string]OpReport `json:"ops"`
+	Errors       ErrorReport         `json:"errors"`
+	OpenLoop     *OpenLoopReport     `json:"open_loop,omitzero"`
+	Webhooks     *WebhookReport      `json:"webhooks,omitzero"`
 	// Timeline is the window second by second, so that a stall shows when
 	// it happened and how long it lasted, not only in the percentiles.
 	Timeline []Second `json:"timeline,omitzero"`
@@ -255,6 +258,9 @@ func (r *Report) WriteSummary(w io.Writer) {
 	}
 	if r.Nodes != nil {
 		fmt.Fprintln(w, r.Nodes.summary())
+	}
+	for _, np := range r.NodeProfiles {
+		fmt.Fprintln(w, np.summary())
 	}
 	if wh := r.Webhooks; wh != nil {
 		fmt.Fprintf(w, "webhooks: %d/%d delivered, %d undelivered; %d arrived in the window (%.1f/s); %d received in all, %d duplicates, %d unmatched, %d bad signatures\n",

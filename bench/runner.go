@@ -46,6 +46,7 @@ type run struct {
 	hostCPU      *HostCPU      // over the window (Linux); set by measure
 	processCPU   []ProcessCPU  // the harness and cfg.Nodes over the window (Linux); set by measure
 	nodeCounters *NodeCounters // the targets' /metrics over the window, when they have them; set by measure
+	nodeProfiles []NodeProfile // with cfg.ProfileDir; set by measure
 	timeline     []Second      // by startTimeline, then cutRest
 
 	// open loop
@@ -240,7 +241,11 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 		return s
 	}
 	cpuAtStart := make(chan cpuSample, 1)
-	cpuTimer := time.AfterFunc(r.cfg.Warmup, func() { cpuAtStart <- sampleCPU() })
+	profiles := make(chan func() []NodeProfile, 1)
+	cpuTimer := time.AfterFunc(r.cfg.Warmup, func() {
+		profiles <- startNodeProfiles(r.ctx, r.cfg.Nodes, r.cfg.ProfileDir, profileSpan(r.cfg.Duration), r.completed)
+		cpuAtStart <- sampleCPU()
+	})
 	stopTimeline := r.startTimeline()
 	var early bool
 	if r.cfg.Rate > 0 {
@@ -260,6 +265,7 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 		if start.nodesOK && end.nodesOK {
 			r.nodeCounters = nodeCountersBetween(start.nodes, end.nodes)
 		}
+		r.nodeProfiles = (<-profiles)()
 	default:
 		cpuTimer.Stop()
 	}
@@ -446,23 +452,24 @@ func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool
 	r.cutRest()
 	m := r.stats.merge()
 	rep := &Report{
-		Workload:    r.cfg.Workload,
-		Target:      strings.Join(r.cfg.Targets, ","),
-		Loop:        "closed",
-		Concurrency: r.cfg.Concurrency,
-		Rate:        r.cfg.Rate,
-		Duration:    window.Seconds(),
-		Warmup:      r.cfg.Warmup.Seconds(),
-		StartedAt:   startedAt.UTC(),
-		Interrupted: interrupted,
-		Machine:     machine(),
-		Ops:         buildOps(m, window),
-		Errors:      buildErrors(m),
-		Webhooks:    webhooks,
-		HostCPU:     r.hostCPU,
-		ProcessCPU:  r.processCPU,
-		Nodes:       r.nodeCounters,
-		Timeline:    r.timeline,
+		Workload:     r.cfg.Workload,
+		Target:       strings.Join(r.cfg.Targets, ","),
+		Loop:         "closed",
+		Concurrency:  r.cfg.Concurrency,
+		Rate:         r.cfg.Rate,
+		Duration:     window.Seconds(),
+		Warmup:       r.cfg.Warmup.Seconds(),
+		StartedAt:    startedAt.UTC(),
+		Interrupted:  interrupted,
+		Machine:      machine(),
+		Ops:          buildOps(m, window),
+		Errors:       buildErrors(m),
+		Webhooks:     webhooks,
+		HostCPU:      r.hostCPU,
+		ProcessCPU:   r.processCPU,
+		Nodes:        r.nodeCounters,
+		NodeProfiles: r.nodeProfiles,
+		Timeline:     r.timeline,
 	}
 	if r.cfg.Workload == WorkloadMixed {
 		rep.Mix = r.cfg.Mix.String()

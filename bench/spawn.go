@@ -48,6 +48,9 @@ type SpawnOptions struct {
 	ExtraArgs []string
 	// Env is added to every node's environment.
 	Env []string
+	// Pprof has every node serve net/http/pprof on a loopback port of its
+	// own (Node.PprofAddr), for the run's node profiles.
+	Pprof bool
 	// Log receives progress messages; nil discards them.
 	Log io.Writer
 }
@@ -81,8 +84,11 @@ type Node struct {
 	ID       string
 	HTTPAddr string // 127.0.0.1:PORT
 	RaftAddr string
-	DataDir  string
-	LogPath  string // the process's stdout and stderr
+	// PprofAddr is where the node serves net/http/pprof, with
+	// SpawnOptions.Pprof; empty otherwise.
+	PprofAddr string
+	DataDir   string
+	LogPath   string // the process's stdout and stderr
 
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -193,7 +199,7 @@ func (c *Cluster) startNode(ctx context.Context, id, join, path string) error {
 }
 
 func (c *Cluster) launch(id, join string) (*Node, error) {
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -225,6 +231,10 @@ func (c *Cluster) launch(id, join string) (*Node, error) {
 	}
 	if join != "" {
 		args = append(args, "--join", join)
+	}
+	if c.opts.Pprof {
+		n.PprofAddr = fmt.Sprintf("127.0.0.1:%d", ports[2])
+		args = append(args, "--pprof-addr", n.PprofAddr)
 	}
 	for _, a := range c.opts.ExtraArgs {
 		args = append(args, strings.ReplaceAll(a, "{node}", id))
@@ -438,7 +448,7 @@ func (c *Cluster) LeaderTarget(ctx context.Context) (string, error) {
 func (c *Cluster) Processes() []NodeProcess {
 	ps := make([]NodeProcess, len(c.Nodes))
 	for i, n := range c.Nodes {
-		ps[i] = NodeProcess{Name: n.ID, PID: n.cmd.Process.Pid}
+		ps[i] = NodeProcess{Name: n.ID, PID: n.cmd.Process.Pid, PprofAddr: n.PprofAddr}
 	}
 	return ps
 }
