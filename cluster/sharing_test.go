@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -99,5 +100,43 @@ func TestReadBarriersShareRounds(t *testing.T) {
 	t.Logf("%d reads confirmed by %d rounds", workers*each, rounds)
 	if rounds == 0 || rounds >= workers*each {
 		t.Fatalf("%d reads took %d rounds", workers*each, rounds)
+	}
+}
+
+// A leader that is the only voter answers reads without a confirmation
+// round (raft's quorum is itself); once a second voter is in the latest
+// configuration, every read takes the round again.
+func TestReadBarrierOfASoleVoter(t *testing.T) {
+	h := newHarness(t, harnessOptions{seed: testSeed(t), nodes: 1})
+	leader := h.waitLeader(5 * time.Second)
+	readAll := func(n int) {
+		t.Helper()
+		for range n {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := leader.ReadBarrier(ctx)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := leader.verify.rounds.Load()
+	readAll(20)
+	if rounds := leader.verify.rounds.Load() - before; rounds != 0 {
+		t.Fatalf("a sole voter took %d confirmation rounds for 20 reads", rounds)
+	}
+
+	// A second voter joins: the reads confirm leadership with it.
+	h.nodes = append(h.nodes, &hnode{id: "n1", addr: "inmem-1", dir: filepath.Join(t.TempDir(), "n1")})
+	h.start(1, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := leader.Join(ctx, persistence.Member{NodeID: "n1", RaftAddr: "inmem-1", HTTPAddr: "http-n1"}); err != nil {
+		t.Fatal(err)
+	}
+	before = leader.verify.rounds.Load()
+	readAll(5)
+	if rounds := leader.verify.rounds.Load() - before; rounds == 0 {
+		t.Fatal("reads on a leader of two voters took no confirmation round")
 	}
 }
