@@ -420,6 +420,9 @@ func mainCompare(args []string, stdout, stderr io.Writer) int {
 	for _, line := range cpuLines(a, b) {
 		fmt.Fprintln(stdout, line)
 	}
+	for _, line := range layerLines(a, b) {
+		fmt.Fprintln(stdout, line)
+	}
 	for _, note := range []string{stealNote(a, b), readsNote(a, b)} {
 		if note != "" {
 			fmt.Fprintln(stdout, note)

@@ -291,6 +291,42 @@ func TestCompareCPUPerRequest(t *testing.T) {
 	}
 }
 
+// TestCompareLayers: runs with node profiles compare each node's CPU per
+// request layer by layer (share × the profile's CPU per request), averaged
+// over a side's runs, largest first; a layer under 1 µs on both sides and
+// nodes or workloads only one side profiled are left out.
+func TestCompareLayers(t *testing.T) {
+	withProfile := func(r Report, node string, cpuSeconds float64, requests int64, alloc float64, layers ...Layer) Report {
+		r.NodeProfiles = append(append([]NodeProfile(nil), r.NodeProfiles...), NodeProfile{Node: node,
+			CPUSeconds: cpuSeconds, Requests: requests, AllocBytesPerRequest: alloc, Layers: layers})
+		return r
+	}
+	charge := report("charge", map[string]OpReport{"charge": {Count: 1000, Throughput: 1000}})
+	status := report("status", map[string]OpReport{"status": {Count: 1000, Throughput: 1000}})
+	// A: two runs of 200 and 100 µs per request; B: one of 150 µs.
+	a := []Report{
+		withProfile(charge, "node1", 2, 10_000, 16_000, Layer{"HTTP", 0.5}, Layer{"Raft", 0.4995}, Layer{"other", 0.0005}),
+		withProfile(charge, "node1", 1, 10_000, 14_000, Layer{"HTTP", 0.5}, Layer{"Raft", 0.5}),
+		withProfile(status, "node1", 1, 10_000, 500, Layer{"HTTP", 1}),
+	}
+	b := []Report{
+		withProfile(withProfile(charge, "node1", 1.5, 10_000, 12_000, Layer{"HTTP", 0.6}, Layer{"FSM: state machine", 0.4}),
+			"node2", 1, 10_000, 1_000, Layer{"FSM: state machine", 1}),
+		status,
+	}
+	got := strings.Join(layerLines(a, b), "\n")
+	want := strings.Join([]string{
+		"where node1's CPU per request went, charge (profiles; A → B):",
+		"  HTTP                       75.0µs →     90.0µs    +15.0µs",
+		"  Raft                       75.0µs →      0.0µs    -75.0µs",
+		"  FSM: state machine          0.0µs →     60.0µs    +60.0µs",
+		"  allocated per request 15.0 KB → 12.0 KB (0.80x)",
+	}, "\n")
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
 // TestCompareAgainstCeiling: a ceiling run and a charge run share no
 // operation, so each charge operation is set against the ceiling's healthz.
 func TestCompareAgainstCeiling(t *testing.T) {

@@ -239,3 +239,81 @@ func fmtRatio(x float64) string {
 	}
 	return fmt.Sprintf("%.2fx", x)
 }
+
+// layerLines compare where each node's CPU per request went, for the
+// workloads and nodes both sides profiled (--profile-dir): per layer, the
+// mean over the runs of its share times the profile's CPU per request,
+// A against B, largest first; then the allocation per request.
+func layerLines(a, b []Report) []string {
+	type key struct{ workload, node string }
+	type sums struct {
+		us          map[string]float64 // per layer, summed over runs
+		alloc, runs float64
+	}
+	collect := func(rs []Report) map[key]*sums {
+		m := map[key]*sums{}
+		for _, r := range rs {
+			for _, np := range r.NodeProfiles {
+				if np.Requests <= 0 || len(np.Layers) == 0 {
+					continue
+				}
+				k := key{r.Workload, np.Node}
+				s := m[k]
+				if s == nil {
+					s = &sums{us: map[string]float64{}}
+					m[k] = s
+				}
+				perRequest := np.CPUSeconds * 1e6 / float64(np.Requests)
+				for _, l := range np.Layers {
+					s.us[l.Name] += l.Share * perRequest
+				}
+				s.alloc += np.AllocBytesPerRequest
+				s.runs++
+			}
+		}
+		return m
+	}
+	ma, mb := collect(a), collect(b)
+	var keys []key
+	for k := range mb {
+		if ma[k] != nil {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].workload != keys[j].workload {
+			return keys[i].workload < keys[j].workload
+		}
+		return keys[i].node < keys[j].node
+	})
+	var lines []string
+	for _, k := range keys {
+		sa, sb := ma[k], mb[k]
+		names := make([]string, 0, len(sa.us)+len(sb.us))
+		seen := map[string]bool{}
+		for _, s := range []*sums{sa, sb} {
+			for name := range s.us {
+				if !seen[name] {
+					seen[name] = true
+					names = append(names, name)
+				}
+			}
+		}
+		mean := func(s *sums, name string) float64 { return s.us[name] / s.runs }
+		sort.Slice(names, func(i, j int) bool {
+			return mean(sa, names[i])+mean(sb, names[i]) > mean(sa, names[j])+mean(sb, names[j])
+		})
+		lines = append(lines, fmt.Sprintf("where %s's CPU per request went, %s (profiles; A → B):", k.node, k.workload))
+		for _, name := range names {
+			ua, ub := mean(sa, name), mean(sb, name)
+			if ua < 1 && ub < 1 {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("  %-22s %8.1fµs → %8.1fµs  %+7.1fµs", name, ua, ub, ub-ua))
+		}
+		if aa, ab := sa.alloc/sa.runs, sb.alloc/sb.runs; aa > 0 && ab > 0 {
+			lines = append(lines, fmt.Sprintf("  allocated per request %.1f KB → %.1f KB (%s)", aa/1e3, ab/1e3, fmtRatio(div(ab, aa))))
+		}
+	}
+	return lines
+}

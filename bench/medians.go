@@ -29,7 +29,8 @@ func median(xs []float64) float64 {
 // WriteMedians writes, for reports of the same workload, the median over
 // the runs of each operation's rate and latency percentiles (with every
 // run's rate beside it), of the harness's and the nodes' CPU per request,
-// and of the notifications that arrived in the window.
+// of the notifications that arrived in the window, and of each profiled
+// node's layers (--profile-dir).
 func WriteMedians(w io.Writer, reps []*Report) {
 	if len(reps) == 0 {
 		return
@@ -74,6 +75,9 @@ func WriteMedians(w io.Writer, reps []*Report) {
 	}
 	if len(delivered) > 0 {
 		fmt.Fprintf(w, "webhooks arrived in the window (median): %.1f/s\n", median(delivered))
+	}
+	for _, line := range medianProfileLines(reps) {
+		fmt.Fprintln(w, line)
 	}
 }
 

@@ -66,6 +66,28 @@ func TestWriteMedians(t *testing.T) {
 	}
 }
 
+// Profiled runs add, per node, the median of each layer's share over the
+// runs (a run without the layer counts as 0) and of the allocation.
+func TestWriteMediansLayers(t *testing.T) {
+	run := func(alloc float64, layers ...Layer) *Report {
+		return &Report{Ops: map[string]OpReport{"charge": {Throughput: 1}},
+			NodeProfiles: []NodeProfile{{Node: "node1", AllocBytesPerRequest: alloc, Layers: layers}, {Node: "node2", Error: "refused"}}}
+	}
+	var out bytes.Buffer
+	WriteMedians(&out, []*Report{
+		run(15_000, Layer{"HTTP", 0.30}, Layer{"Raft", 0.60}, Layer{otherLayer, 0.10}),
+		run(17_000, Layer{"HTTP", 0.50}, Layer{"Raft", 0.50}),
+		run(16_000, Layer{"HTTP", 0.40}, Layer{"Raft", 0.55}, Layer{otherLayer, 0.05}),
+	})
+	want := "node1 layers (median of 3 profiled runs): Raft 55.0% · HTTP 40.0% · other 5.0%; allocated 16.0 KB per request"
+	if !strings.Contains(out.String(), want+"\n") {
+		t.Errorf("medians lack %q:\n%s", want, out.String())
+	}
+	if strings.Contains(out.String(), "node2") {
+		t.Errorf("a node whose profiles failed has a medians line:\n%s", out.String())
+	}
+}
+
 // --runs 3 runs the workload three times, each on nodes spawned for it,
 // prints the medians and writes the three results as an array.
 func TestMainRunRuns(t *testing.T) {

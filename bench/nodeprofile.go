@@ -126,24 +126,81 @@ func BreakDownCPU(p *profile.Profile) (CPUBreakdown, error) {
 	}
 	b.CPUSeconds = time.Duration(total).Seconds()
 	b.SyscallShare = float64(syscalls) / float64(total)
-	for i, v := range byLayer[:len(layerRules)] {
+	for i, v := range byLayer {
 		if v > 0 {
-			b.Layers = append(b.Layers, Layer{Name: layerRules[i].name, Share: float64(v) / float64(total)})
+			name := otherLayer
+			if i < len(layerRules) {
+				name = layerRules[i].name
+			}
+			b.Layers = append(b.Layers, Layer{Name: name, Share: float64(v) / float64(total)})
 		}
 	}
-	slices.SortStableFunc(b.Layers, func(x, y Layer) int {
+	sortLayers(b.Layers)
+	return b, nil
+}
+
+// sortLayers puts the largest share first and otherLayer last; equal
+// shares go by name, so that a report reads the same every time.
+func sortLayers(layers []Layer) {
+	slices.SortFunc(layers, func(x, y Layer) int {
 		switch {
+		case (x.Name == otherLayer) != (y.Name == otherLayer):
+			if x.Name == otherLayer {
+				return 1
+			}
+			return -1
 		case x.Share > y.Share:
 			return -1
 		case x.Share < y.Share:
 			return 1
 		}
-		return 0
+		return strings.Compare(x.Name, y.Name)
 	})
-	if v := byLayer[len(layerRules)]; v > 0 {
-		b.Layers = append(b.Layers, Layer{Name: otherLayer, Share: float64(v) / float64(total)})
+}
+
+// medianProfileLines give, for each node the runs profiled, the median
+// over the runs of each layer's share (a run without the layer counts as
+// 0) and of the allocation per request.
+func medianProfileLines(reps []*Report) []string {
+	var nodes []string
+	shares := map[string]map[string][]float64{}
+	alloc := map[string][]float64{}
+	runs := map[string]int{}
+	for _, r := range reps {
+		for _, np := range r.NodeProfiles {
+			if len(np.Layers) == 0 {
+				continue
+			}
+			if shares[np.Node] == nil {
+				shares[np.Node] = map[string][]float64{}
+				nodes = append(nodes, np.Node)
+			}
+			for _, l := range np.Layers {
+				shares[np.Node][l.Name] = append(shares[np.Node][l.Name], l.Share)
+			}
+			runs[np.Node]++
+			if np.AllocBytesPerRequest > 0 {
+				alloc[np.Node] = append(alloc[np.Node], np.AllocBytesPerRequest)
+			}
+		}
 	}
-	return b, nil
+	lines := make([]string, 0, len(nodes))
+	for _, node := range nodes {
+		layers := make([]Layer, 0, len(shares[node]))
+		for name, xs := range shares[node] {
+			for len(xs) < runs[node] {
+				xs = append(xs, 0)
+			}
+			layers = append(layers, Layer{Name: name, Share: median(xs)})
+		}
+		sortLayers(layers)
+		line := fmt.Sprintf("%s layers (median of %d profiled runs): %s", node, runs[node], formatLayers(layers))
+		if a := alloc[node]; len(a) > 0 {
+			line += fmt.Sprintf("; allocated %.1f KB per request", median(a)/1e3)
+		}
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // classify is the index in layerRules of the first rule one of the

@@ -29,7 +29,7 @@ import (
 // so entries, fsyncs and FSM batches are fewer and fuller. With 4, entries
 // carried ~10 commands at 64 workers, against ~40 now, and the node fsynced
 // 533 times a second against 317. Back to back, charges rose 4-12 %,
-// three nodes 13 %, lifecycle 12 % (docs/performance.md, series 13).
+// three nodes 13 %, lifecycle 12 % (docs/performance-history.md, series 13).
 const (
 	entriesInFlight  = 1
 	maxEntryCommands = 256

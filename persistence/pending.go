@@ -17,7 +17,7 @@ import (
 // with every change instead, an authorisation cost two writes (set at its
 // acceptance, deleted at the acquirer's answer a few milliseconds later), a
 // third of a charge's memtable inserts, and tombstones for the compactions
-// (docs/performance.md, series 12). A checkpoint writes only what changed
+// (docs/performance-history.md, series 12). A checkpoint writes only what changed
 // since the last, so an authorisation answered in between costs nothing.
 //
 // Why the set is exact after a restart: a checkpoint writes the p/ keys and

@@ -48,7 +48,7 @@ var keyApplied = []byte(prefixMeta + "applied")
 // start, the two reservations fill the cache, and while writes go on it
 // holds no blocks (gateway_pebble_block_cache_bytes reads 0). Reads that
 // miss the order cache then read their block from the file. Measured
-// (docs/performance.md, series 19): a cache larger by the two memtables
+// (docs/performance-history.md, series 19): a cache larger by the two memtables
 // (~60 % hits under a mixed load over 1 M orders) left the node's CPU per
 // request within noise and added 120-160 MB of RSS; 32 MiB memtables kept
 // RSS but raised p99 in 8 of 9 pairs. Neither was kept; the one path that
