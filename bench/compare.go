@@ -182,12 +182,7 @@ func cpuLines(a, b []Report) []string {
 		return m
 	}
 	ma, mb := collect(a), collect(b)
-	var workloads []string
-	for w := range mb {
-		if ma[w] != nil {
-			workloads = append(workloads, w)
-		}
-	}
+	workloads := inBoth(ma, mb)
 	sort.Strings(workloads)
 	lines := make([]string, 0, len(workloads))
 	for _, w := range workloads {
@@ -274,12 +269,7 @@ func layerLines(a, b []Report) []string {
 		return m
 	}
 	ma, mb := collect(a), collect(b)
-	var keys []key
-	for k := range mb {
-		if ma[k] != nil {
-			keys = append(keys, k)
-		}
-	}
+	keys := inBoth(ma, mb)
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i].workload != keys[j].workload {
 			return keys[i].workload < keys[j].workload
@@ -316,4 +306,15 @@ func layerLines(a, b []Report) []string {
 		}
 	}
 	return lines
+}
+
+// inBoth lists, in no order, the keys of b that a holds too.
+func inBoth[K comparable, V any](a, b map[K]*V) []K {
+	var keys []K
+	for k := range b {
+		if a[k] != nil {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }

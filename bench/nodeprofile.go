@@ -309,22 +309,19 @@ func startNodeProfiles(ctx context.Context, nodes []NodeProcess, dir string, spa
 			}
 		}
 		base := "http://" + n.PprofAddr + "/debug/pprof/"
-		wg.Go(func() {
-			path := filepath.Join(dir, safeFileName(n.Name)+".cpu.pb.gz")
-			if err := fetchProfile(ctx, client, fmt.Sprintf("%sprofile?seconds=%d", base, secs), path); err != nil {
-				fail(err)
-				return
-			}
-			np.CPUFile = path
-		})
-		wg.Go(func() {
-			path := filepath.Join(dir, safeFileName(n.Name)+".allocs.pb.gz")
-			if err := fetchProfile(ctx, client, fmt.Sprintf("%sallocs?seconds=%d", base, secs), path); err != nil {
-				fail(err)
-				return
-			}
-			np.AllocsFile = path
-		})
+		for _, p := range []struct {
+			endpoint, suffix string
+			file             *string
+		}{{"profile", ".cpu.pb.gz", &np.CPUFile}, {"allocs", ".allocs.pb.gz", &np.AllocsFile}} {
+			wg.Go(func() {
+				path := filepath.Join(dir, safeFileName(n.Name)+p.suffix)
+				if err := fetchProfile(ctx, client, fmt.Sprintf("%s%s?seconds=%d", base, p.endpoint, secs), path); err != nil {
+					fail(err)
+					return
+				}
+				*p.file = path
+			})
+		}
 	}
 	return func() []NodeProfile {
 		wg.Wait()
