@@ -28,6 +28,9 @@ type call struct {
 // answer is an operation's result: a JSON body for HTTP 200, or an error.
 type answer struct {
 	body []byte
+	// view, when set instead of body, is rendered straight into the
+	// response's pooled body buffer: no copy of the order JSON per answer.
+	view *order.View
 	err  *apierr.Error
 }
 
@@ -116,7 +119,11 @@ func (s *Server) serveOp(ctx *fasthttp.RequestCtx, op string, ep endpoint, known
 	if a.err != nil {
 		return fail(a.err)
 	}
-	writeRaw(ctx, 200, a.body)
+	if a.view != nil {
+		writeView(ctx, a.view)
+	} else {
+		writeRaw(ctx, 200, a.body)
+	}
 	return 200
 }
 
@@ -129,7 +136,7 @@ func (s *Server) reply(op string, r any, err error) answer {
 	case rep.Raw != nil:
 		return answer{body: rep.Raw}
 	}
-	return answer{body: order.NewView(rep.Order, order.WithTxn, rep.TxnID).Marshal()}
+	return answer{view: order.NewView(rep.Order, order.WithTxn, rep.TxnID)}
 }
 
 // actorReply unwraps an order actor's answer to a registry request: the

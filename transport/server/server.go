@@ -252,6 +252,16 @@ func writeRaw(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.SetBody(body)
 }
 
+// writeView answers 200 with an order view, appended to the body buffer
+// fasthttp pools with the response (SwapBody hands its bytes over and takes
+// them back), so the JSON is written once and allocates nothing.
+func writeView(ctx *fasthttp.RequestCtx, v *order.View) {
+	ctx.SetStatusCode(200)
+	ctx.SetContentType("application/json")
+	buf := ctx.Response.SwapBody(nil)
+	ctx.Response.SwapBody(v.AppendJSON(buf[:0]))
+}
+
 func writeError(ctx *fasthttp.RequestCtx, e *apierr.Error) {
 	if e.Code == apierr.RateLimited || e.Code == apierr.Unavailable {
 		ctx.Response.Header.Set("Retry-After", "1")
