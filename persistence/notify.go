@@ -142,11 +142,15 @@ func (b *Batch) applyNotify(u *NotifyUpdate) Result {
 
 // Notification returns a notification by id with its body, or nil.
 func (s *Store) Notification(id string) (*Notification, error) {
-	n, err := readNotification(s.db, id)
+	// One snapshot for the record and its body: a prune committed between
+	// the two reads would leave a record without a body.
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	n, err := readNotification(snap, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := readNotificationBody(s.db, n); err != nil {
+	if err := readNotificationBody(snap, n); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -209,7 +213,10 @@ func (s *Store) PendingNotificationCount() (int, error) {
 func (s *Store) Notifications(merchant, orderID string, limit int) ([]*Notification, error) {
 	var out []*Notification
 	var derr error
-	err := s.scan([]byte(prefixNotify), prefixEnd(prefixNotify), func(_, v []byte) bool {
+	// The records and their bodies from one snapshot, as in Notification.
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	err := scanIn(snap, []byte(prefixNotify), prefixEnd(prefixNotify), func(_, v []byte) bool {
 		n, err := decodeNotification(v)
 		if err != nil {
 			derr = err
@@ -227,7 +234,7 @@ func (s *Store) Notifications(merchant, orderID string, limit int) ([]*Notificat
 		return nil, err
 	}
 	for _, n := range out {
-		if err := readNotificationBody(s.db, n); err != nil {
+		if err := readNotificationBody(snap, n); err != nil {
 			return nil, err
 		}
 	}

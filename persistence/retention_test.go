@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -239,6 +240,65 @@ func TestBatchPresent(t *testing.T) {
 		}
 		if got := b.present(keys); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("present(%v) = %v, want %v", c.keys, got, c.want)
+		}
+	}
+}
+
+// The operator's listing and a single notification read their records and
+// bodies from one snapshot: a prune committed between the two reads must
+// not leave a record without its body (which was a 500 for the listing).
+func TestNotificationReadsDuringPrunes(t *testing.T) {
+	ts := newTestStore(t)
+	const count = 200
+	var all []NotifyExpiry
+	idx := uint64(1)
+	for i := range count {
+		n := notifyingCharge(t, ts, idx, fmt.Sprintf("o-%d", i))
+		idx++
+		ts.apply(idx, &Cmd{Notify: &NotifyUpdate{ID: n.ID, Time: 100, Attempt: attemptAt(90, 200), Delivered: true}})
+		idx++
+		all = append(all, NotifyExpiry{n.ID, 100})
+	}
+	done := make(chan error, 1)
+	go func() {
+		// One notification per commit, the newest first: the listing
+		// scans oldest first, so its late reads meet the fresh prunes.
+		for i := len(all) - 1; i >= 0; i-- {
+			b := ts.NewBatch()
+			r := b.Apply(&Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, Entries: all[i : i+1]}})
+			err := b.Commit(idx + uint64(len(all)-i))
+			b.Close()
+			if err == nil && r.Pruned != 1 {
+				err = fmt.Errorf("prune of %s: %+v", all[i].ID, r)
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for reads := 0; ; reads++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d listings while %d notifications were pruned", reads, count)
+			return
+		default:
+		}
+		list, err := ts.Notifications("", "", count)
+		if err != nil {
+			t.Fatalf("listing during the prunes: %v", err)
+		}
+		for _, n := range list {
+			if n.Body == nil {
+				t.Fatalf("%s listed without its body", n.ID)
+			}
+		}
+		if n, err := ts.Notification(all[0].ID); err != nil {
+			t.Fatalf("reading %s during the prunes: %v (%+v)", all[0].ID, err, n)
 		}
 	}
 }

@@ -335,7 +335,19 @@ func prefixEnd(prefix string) []byte {
 
 // scan calls fn for each key in [lo, hi) until fn returns false.
 func (s *Store) scan(lo, hi []byte, fn func(k, v []byte) bool) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	return scanIn(s.db, lo, hi, fn)
+}
+
+// iterReader is what both the database and a snapshot of it offer.
+type iterReader interface {
+	reader
+	NewIter(*pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+// scanIn is scan over r: the live database, or a snapshot when what is
+// read in the scan and after it must be of one moment.
+func scanIn(r iterReader, lo, hi []byte, fn func(k, v []byte) bool) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
