@@ -146,11 +146,16 @@ func (s *Store) Notification(id string) (*Notification, error) {
 	// the two reads would leave a record without a body.
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
-	n, err := readNotification(snap, id)
+	return notificationIn(snap, id)
+}
+
+// notificationIn reads a notification and its body from r, a snapshot.
+func notificationIn(r reader, id string) (*Notification, error) {
+	n, err := readNotification(r, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := readNotificationBody(snap, n); err != nil {
+	if err := readNotificationBody(r, n); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -173,9 +178,13 @@ func (s *Store) DueNotifications(now int64, limit int, skip func(id string) bool
 	if err != nil {
 		return nil, err
 	}
+	// One snapshot for all of them (see Notification); one delivered and
+	// pruned since the scan reads as nil and is left out.
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
 	out := make([]*Notification, 0, len(ids))
 	for _, id := range ids {
-		n, err := s.Notification(id)
+		n, err := notificationIn(snap, id)
 		if err != nil {
 			return nil, err
 		}
