@@ -36,8 +36,8 @@ import (
 // confirmation round: raft's VerifyLeader answers such a leader at once
 // (its quorum is itself), and no other node can be elected or commit
 // without its vote. Skipping it saves the trip through raft's leader loop
-// and the goroutines around it, ~5 % of a single node's CPU under status
-// reads (docs/performance.md).
+// and the goroutines around it: 13 % of a single node's CPU per status
+// read, back to back (docs/performance.md).
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	if n.Raft.State() != raft.Leader {
 		return fmt.Errorf("%w: not the leader", ErrNoLeader)
