@@ -19,7 +19,7 @@ import (
 // Exit codes of Main.
 const (
 	ExitOK          = 0
-	ExitNotStarted  = 1 // the run could not start, or compare or stalls could not read its files
+	ExitNotStarted  = 1 // the run could not start, or compare, stalls or layers could not read its files
 	ExitUsage       = 2
 	ExitInterrupted = 130 // the run was cut short; its partial report was still written
 )
@@ -93,7 +93,7 @@ breakdown --profile-dir prints), for profiles taken by hand, e.g.
   curl -o cpu.pb.gz 'http://127.0.0.1:6060/debug/pprof/profile?seconds=8'
 
 Exit status: 0 after a run (failed requests are counted, not fatal), 1 when the
-run could not start (or compare or stalls could not read its files), 2 for a
+run could not start (or compare, stalls or layers could not read its files), 2 for a
 usage error, 130 when interrupted (the partial result is still printed and
 written).
 `
