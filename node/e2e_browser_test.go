@@ -566,7 +566,9 @@ func waitFrame(tb *tab, id string) *chromedp.Node {
 
 func TestBrowserExpiredForm(t *testing.T) {
 	b := newBrowser(t)
-	n := nodetest.Start(t, nodetest.Options{Args: []string{"--form-ttl", "1s"}})
+	// The second case must load the form before it expires: 3 s leaves room
+	// for a loaded machine (at 1 s a busy one missed it).
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--form-ttl", "3s"}})
 	m := n.CreateMerchant(t, 10000)
 	s := newShop(t)
 
@@ -585,8 +587,8 @@ func TestBrowserExpiredForm(t *testing.T) {
 	})
 
 	t.Run("a form open when it expires cannot be paid", func(t *testing.T) {
+		tb := b.tab(t) // before the form's lifetime starts
 		id, formURL := browserInit(t, m, s, nil)
-		tb := b.tab(t)
 		tb.do(chromedp.Navigate(formURL), chromedp.WaitVisible(chromedp.ID("pg-pay")))
 		m.WaitStatus(t, id, "expired", 10*time.Second)
 		fillCard(tb, "4111111111111111", "Jane Doe", "12", "2035", "737")
