@@ -196,7 +196,18 @@ func (a *orderActor) create(m *Create) *Reply {
 	// answered at once, and anything else is decided by the FSM, which
 	// replays or refuses a create for an existing order. Reading Pebble for
 	// every new order_id would cost a miss on the hot path for nothing.
-	if cur := a.deps.Store.CachedOrder(m.Merchant, m.OrderID); cur != nil {
+	cur := a.deps.Store.CachedOrder(m.Merchant, m.OrderID)
+	if cur == nil && m.Token != "" {
+		// A token may have expired since it paid for this order, and an
+		// expired token is refused before anything is proposed: a repeat of
+		// the charge must still find its order (contract section 5), so a
+		// token payment reads the store before it resolves the token.
+		var err error
+		if cur, err = a.deps.Store.GetOrder(m.Merchant, m.OrderID); err != nil {
+			return &Reply{Err: err}
+		}
+	}
+	if cur != nil {
 		// Same request again: the order as it stands; nothing is charged.
 		if cur.RequestHash == m.RequestHash {
 			return &Reply{Order: cur, TxnID: cur.Txns[0].ID}

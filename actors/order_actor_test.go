@@ -53,41 +53,54 @@ type fixture struct {
 	acq      *acquirer.Sandbox
 	reg      *Registry
 	deps     *Deps
+	stop     func() // stops the actors and closes the store; once
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store, err := persistence.Open(t.TempDir(), logger)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kek := make([]byte, 32)
 	rand.Read(kek)
 	v, err := vault.New(kek)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newFixtureIn(t, t.TempDir(), v, time.Now)
+}
+
+// fixtureIDs numbers transactions and tokens across fixtures, so that a
+// fixture restarted on the same store makes no id twice.
+var fixtureIDs atomic.Int64
+
+// newFixtureIn opens the store in dir: a test that stops a fixture and makes
+// another on the same dir and vault sees what a restarted node sees.
+func newFixtureIn(t *testing.T, dir string, v *vault.Vault, now func() time.Time) *fixture {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store, err := persistence.Open(dir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := &fixture{store: store, proposer: &memProposer{store: store}, acq: acquirer.NewSandbox(0)}
-	// Closed last, as a node closes its store once raft has stopped: an
-	// acquirer's answer still on its way then finds no log to propose to.
-	t.Cleanup(func() {
+	f.deps = &Deps{
+		Proposer: f.proposer, Store: store, Acquirer: f.acq, Vault: v, Logger: logger,
+		Now: now, NewID: func() string { return fmt.Sprintf("id-%06d", fixtureIDs.Add(1)) },
+		SettleUnit: time.Millisecond, TokenTTL: time.Hour,
+		ProposeTimeout: 5 * time.Second, AuthAttempts: 3,
+	}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	f.reg = NewRegistry(system, NewOrderActorProducer(f.deps, func() *Registry { return f.reg }))
+	f.stop = sync.OnceFunc(func() {
+		f.reg.StopAll(true)
+		system.Shutdown()
+		// The store is closed last, as a node closes its store once raft has
+		// stopped: an acquirer's answer still on its way then finds no log
+		// to propose to.
 		f.proposer.mu.Lock()
 		defer f.proposer.mu.Unlock()
 		f.proposer.closed = true
 		store.Close()
 	})
-	var ids atomic.Int64
-	f.deps = &Deps{
-		Proposer: f.proposer, Store: store, Acquirer: f.acq, Vault: v, Logger: logger,
-		Now: time.Now, NewID: func() string { return fmt.Sprintf("id-%06d", ids.Add(1)) },
-		SettleUnit: time.Millisecond, TokenTTL: time.Hour,
-		ProposeTimeout: 5 * time.Second, AuthAttempts: 3,
-	}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-	t.Cleanup(system.Shutdown)
-	f.reg = NewRegistry(system, NewOrderActorProducer(f.deps, func() *Registry { return f.reg }))
-	t.Cleanup(func() { f.reg.StopAll(true) })
+	t.Cleanup(f.stop)
 	return f
 }
 
@@ -142,6 +155,56 @@ func TestCreateAuthorisesAndIssuesToken(t *testing.T) {
 	}
 	if got := f.acq.Authorizations(o.Txns[0].ID); got != 1 {
 		t.Fatalf("authorisations = %d, want 1", got)
+	}
+}
+
+// A token charge repeated with the same body answers its order (contract
+// section 5) even once the token has expired and the order is no longer in
+// the decoded-order cache, as after a restart: the order is found before the
+// token is resolved.
+func TestRepeatedTokenChargeAfterTheTokenExpired(t *testing.T) {
+	dir := t.TempDir()
+	kek := make([]byte, 32)
+	rand.Read(kek)
+	v, err := vault.New(kek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var later atomic.Int64 // how far the clock is moved on
+	now := func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
+	f := newFixtureIn(t, dir, v, now)
+	f.create(t, "m1", "card-order", "h-card", 24)
+	tok := f.waitStatus(t, "m1", "card-order", order.StatusAuthorized).Source.PaymentToken
+	charge := &Create{Merchant: "m1", OrderID: "tok-order", RequestHash: "h-tok", Token: tok,
+		Data: order.CreateData{Amount: 500, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 24}}
+	if r, err := f.reg.Request(Key{"m1", "tok-order"}, charge, 5*time.Second); err != nil || r.(*Reply).Err != nil || r.(*Reply).Reject != nil {
+		t.Fatalf("token charge: %v %+v", err, r)
+	}
+	first := f.waitStatus(t, "m1", "tok-order", order.StatusAuthorized)
+	f.stop()
+
+	later.Store(int64(2 * f.deps.TokenTTL)) // the token has expired
+	g := newFixtureIn(t, dir, v, now)       // and the order cache is empty
+	if g.store.CachedOrder("m1", "tok-order") != nil {
+		t.Fatal("a reopened store should not have the order cached")
+	}
+	r, err := g.reg.Request(Key{"m1", "tok-order"}, charge, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := r.(*Reply)
+	if rep.Err != nil || rep.Reject != nil || rep.Order == nil || rep.Order.Status != order.StatusAuthorized || rep.TxnID != first.Txns[0].ID {
+		t.Fatalf("repeated token charge: want the authorised order, got err %v, reject %+v, order %+v", rep.Err, rep.Reject, rep.Order)
+	}
+	if n := g.acq.Authorizations(first.Txns[0].ID); n != 0 {
+		t.Fatalf("the repeat asked the acquirer %d times", n)
+	}
+	// A different body for the same order_id is still a conflict, not a token error.
+	other := *charge
+	other.RequestHash = "h-other"
+	r, _ = g.reg.Request(Key{"m1", "tok-order"}, &other, 5*time.Second)
+	if rep := r.(*Reply); rep.Reject == nil || rep.Reject.Kind != order.RejectConflict {
+		t.Fatalf("different body: want a conflict, got err %v, reject %+v", rep.Err, rep.Reject)
 	}
 }
 

@@ -351,6 +351,25 @@ func TestIdempotencyAndIsolation(t *testing.T) {
 		}
 	})
 
+	t.Run("an Idempotency-Key used for a settle is not a refund's", func(t *testing.T) {
+		// Settle and refund bodies can be the same bytes; the operation is part
+		// of the request, so the refund is another request under the same key.
+		id := newOrderID("idk-op")
+		a.Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 24))
+		a.WaitStatus(t, id, "authorized", 5*time.Second)
+		body := map[string]any{"order_id": id, "amount": 1000}
+		if r := a.Post(t, "settle", body, "Idempotency-Key", "op-key"); r.Status != 200 || r.Str("status") != "settled" {
+			t.Fatalf("settle: %s", r.Body)
+		}
+		expectError(t, a.Post(t, "refund", body, "Idempotency-Key", "op-key"), 409, "5.06", "idempotency-key")
+		if st := a.Post(t, "status", map[string]any{"order_id": id}); st.Num("refunded_amount") != 0 || st.Str("status") != "settled" {
+			t.Fatalf("a refused refund must change nothing: %s", st.Body)
+		}
+		if r := a.Post(t, "refund", body, "Idempotency-Key", "op-key-2"); r.Status != 200 || r.Str("status") != "refunded" {
+			t.Fatalf("refund under its own key: %s", r.Body)
+		}
+	})
+
 	t.Run("merchant B cannot see or use merchant A's order and token", func(t *testing.T) {
 		id := newOrderID("iso")
 		a.Post(t, "charge", chargeBody(id, "4111111111111111", 100, 24))

@@ -216,7 +216,7 @@ func (s *Server) operate(c *call, kind order.Kind, orderID string, amount int64,
 		RefundReasonCode: reason, IdempotencyKey: key,
 	}
 	if key != "" {
-		msg.RequestHash = s.requestHash(c.body)
+		msg.RequestHash = s.operationHash(string(kind), c.body)
 	}
 	res, err := s.cfg.Registry.Request(actors.Key{Merchant: c.merchant.ID, OrderID: orderID}, msg, s.cfg.RequestTimeout)
 	return s.reply(string(kind), res, err)

@@ -136,7 +136,7 @@ func (s *Server) initPayment(c *call, r *api.InitPaymentRequest) answer {
 	msg := &actors.InitPayment{
 		Merchant: c.merchant.ID, OrderID: *r.OrderID,
 		// Namespaced: the same bytes posted to charge are another request.
-		RequestHash: s.requestHash(append([]byte("init-payment\x00"), c.body...)),
+		RequestHash: s.operationHash("init-payment", c.body),
 		Time:        now, Data: data,
 		Form: order.FormData{TokenHash: persistence.SecretHash(token), ExpiresAt: now.Add(s.formTTL()).UnixNano(), Language: lang},
 	}

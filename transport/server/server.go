@@ -170,9 +170,21 @@ type requestHasher struct {
 }
 
 // requestHash is the keyed hash of a request body, for idempotency.
-func (s *Server) requestHash(body []byte) string {
+func (s *Server) requestHash(body []byte) string { return s.operationHash("", body) }
+
+// operationHash is the keyed hash of a request to one operation: the same
+// bytes posted to another operation are another request. Settle and refund
+// bodies can be byte-identical ({"order_id":…,"amount":…}), so an
+// Idempotency-Key used for a settle and then for a refund must not replay
+// the settle's answer (contract section 5: a key reused with a different
+// request is 409 5.06).
+func (s *Server) operationHash(op string, body []byte) string {
 	h := s.hashers.Get().(*requestHasher)
 	h.mac.Reset()
+	if op != "" {
+		h.mac.Write([]byte(op))
+		h.mac.Write([]byte{0})
+	}
 	h.mac.Write(body)
 	sum := hex.EncodeToString(h.mac.Sum(h.sum[:0]))
 	s.hashers.Put(h)
