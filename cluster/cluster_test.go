@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -403,4 +404,34 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	k := copy(p, rec)
 	r.n += k
 	return k, nil
+}
+
+// A proposal whose command cannot be encoded is refused alone, whatever it
+// is packed with: the proposals around it commit.
+func TestUnencodableProposalFailsAlone(t *testing.T) {
+	h := newHarness(t, harnessOptions{nodes: 1, seed: 1})
+	l := h.waitLeader(5 * time.Second)
+	bad := &persistence.Cmd{IdemPrune: &persistence.IdemPrune{Before: 10,
+		Entries: []persistence.IdemExpiry{{Merchant: testMerchant, Key: "refund-\xff\xfe", CreatedAt: 1}}}}
+	for round := range 5 {
+		var wg sync.WaitGroup
+		errs := make([]error, 40)
+		for i := range errs {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if i == len(errs)/2 {
+					_, errs[i] = l.Propose(ctx, bad)
+					return
+				}
+				_, errs[i] = l.Propose(ctx, &persistence.Cmd{Order: createCmd(fmt.Sprintf("o-%d-%d", round, i), "t")})
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if (err != nil) != (i == len(errs)/2) {
+				t.Fatalf("round %d, proposal %d: %v", round, i, err)
+			}
+		}
+	}
 }

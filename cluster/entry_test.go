@@ -242,3 +242,42 @@ func BenchmarkEntryCodec(b *testing.B) {
 		}
 	})
 }
+
+// A command that cannot be encoded (a JSON command with a string that is
+// not UTF-8, such as an idempotency key stored before the API refused them)
+// fails alone: the proposals packed with it go on, in their order.
+func TestUnencodableCommandFailsAlone(t *testing.T) {
+	bad := persistence.Cmd{IdemPrune: &persistence.IdemPrune{Before: 10,
+		Entries: []persistence.IdemExpiry{{Merchant: "m1", Key: "refund-\xff\xfe", CreatedAt: 1}}}}
+	if _, err := EncodeEntry([]persistence.Cmd{acceptance("o1"), bad}); err == nil {
+		t.Fatal("an entry with a key that is not UTF-8 should not encode")
+	}
+	var batch []*proposal
+	var cmds []persistence.Cmd
+	for _, c := range []persistence.Cmd{acceptance("o1"), bad, acceptance("o2"), approval("o1")} {
+		batch = append(batch, &proposal{cmd: c, done: make(chan proposalAnswer, 1)})
+		cmds = append(cmds, c)
+	}
+	failing := batch[1]
+	kept, keptCmds := dropUnencodable(batch, cmds)
+	if len(kept) != 3 || kept[0].cmd.Order.OrderID != "o1" || kept[1].cmd.Order.OrderID != "o2" ||
+		kept[2].cmd.Order.Kind != order.KindAuthOutcome || len(keptCmds) != 3 || keptCmds[1].Order.OrderID != "o2" {
+		t.Fatalf("kept %d proposals: %+v", len(kept), keptCmds)
+	}
+	select {
+	case a := <-failing.done:
+		if a.err == nil {
+			t.Fatal("the unencodable proposal was answered without an error")
+		}
+	default:
+		t.Fatal("the unencodable proposal was not answered")
+	}
+	for _, p := range kept {
+		if len(p.done) != 0 {
+			t.Fatal("a proposal that goes on was answered")
+		}
+	}
+	if _, err := EncodeEntry(keptCmds); err != nil {
+		t.Fatalf("the rest should encode: %v", err)
+	}
+}

@@ -140,6 +140,23 @@ func (c *collector) take(first *proposal) []*proposal {
 	return batch
 }
 
+// dropUnencodable answers each proposal whose command EncodeEntry refuses
+// with its error and returns the others. (A JSON-encoded command refuses
+// strings that are not UTF-8; the API refuses them at the door, but one that
+// got into the store must not fail every proposal packed with its prune.)
+func dropUnencodable(batch []*proposal, cmds []persistence.Cmd) ([]*proposal, []persistence.Cmd) {
+	keep := 0
+	for i, p := range batch {
+		if _, err := EncodeEntry(cmds[i : i+1]); err != nil {
+			p.done <- proposalAnswer{err: err}
+			continue
+		}
+		batch[keep], cmds[keep] = p, cmds[i]
+		keep++
+	}
+	return batch[:keep], cmds[:keep]
+}
+
 // send proposes batch as one entry; a goroutine answers every proposal of
 // it once raft has applied it, and frees the slot.
 func (c *collector) send(batch []*proposal) {
@@ -155,8 +172,16 @@ func (c *collector) send(batch []*proposal) {
 	}
 	data, err := EncodeEntry(cmds)
 	if err != nil {
-		fail(err)
-		return
+		// A command that cannot be encoded fails alone: the others packed
+		// with it are proposed without it.
+		if batch, cmds = dropUnencodable(batch, cmds); len(batch) == 0 {
+			<-c.slots
+			return
+		}
+		if data, err = EncodeEntry(cmds); err != nil {
+			fail(err)
+			return
+		}
 	}
 	start := time.Now()
 	f := c.node.Raft.Apply(data, c.node.cfg.ApplyTimeout)

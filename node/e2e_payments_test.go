@@ -338,8 +338,14 @@ func TestIdempotencyAndIsolation(t *testing.T) {
 			t.Fatalf("same key, same body must replay the first answer:\n%s\n%s", r1.Body, r2.Body)
 		}
 		expectError(t, a.Post(t, "refund", map[string]any{"order_id": id, "amount": 200}, "Idempotency-Key", "k-1"), 409, "5.06", "idempotency-key")
+		// Keys are text of at most 255 characters; nothing is refunded for a refused one.
+		expectError(t, a.Post(t, "refund", refund, "Idempotency-Key", "k-\xff\xfe"), 422, "2.01", "idempotency-key")
+		expectError(t, a.Post(t, "refund", refund, "Idempotency-Key", strings.Repeat("é", 256)), 422, "2.01", "idempotency-key")
+		if r := a.Post(t, "refund", refund, "Idempotency-Key", strings.Repeat("é", 255)); r.Status != 200 || r.Num("refunded_amount") != 200 {
+			t.Fatalf("a key of 255 characters: %s", r.Body)
+		}
 		r3 := a.Post(t, "refund", refund)
-		if r3.Status != 200 || r3.Num("refunded_amount") != 200 {
+		if r3.Status != 200 || r3.Num("refunded_amount") != 300 {
 			t.Fatalf("without a key a repeated refund is a new refund: %s", r3.Body)
 		}
 		// The same key at another merchant is another key.

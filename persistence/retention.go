@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -135,6 +136,11 @@ func (s *Store) ExpiredIdempotency(before int64, limit int) ([]IdemExpiry, error
 	var out []IdemExpiry
 	err := s.scanTimed(idemAgeIndex, before, func(k []byte) bool {
 		r := splitRef(k[len(prefixIdemAge)+8:])
+		if !utf8.ValidString(r.OrderID) {
+			// A prune is a JSON command, which cannot carry it: such a key
+			// (the API has refused them since) stays, and the rest go.
+			return true
+		}
 		out = append(out, IdemExpiry{Merchant: r.Merchant, Key: r.OrderID, CreatedAt: dueTime(prefixIdemAge, k)})
 		return len(out) < limit
 	})

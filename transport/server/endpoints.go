@@ -208,6 +208,9 @@ func address(a *api.Address) *order.Address {
 
 func (s *Server) operate(c *call, kind order.Kind, orderID string, amount int64, reason string) answer {
 	key := string(c.ctx.Request.Header.Peek("Idempotency-Key"))
+	if !utf8.ValidString(key) {
+		return answer{err: apierr.New(apierr.Invalid, "idempotency-key", "idempotency-key should be UTF-8 text")}
+	}
 	if utf8.RuneCountInString(key) > idempotencyKeyMax {
 		return answer{err: apierr.New(apierr.Invalid, "idempotency-key", "idempotency-key should have at most 255 characters")}
 	}
