@@ -33,7 +33,7 @@ type View struct {
 	SubscriptionID string              `json:"subscription_id,omitempty"`
 	RedirectURL    string              `json:"redirect_url,omitempty"`
 	Transaction    *TxnView            `json:"transaction,omitempty"`
-	Transactions   map[string]*TxnView `json:"transactions,omitempty"`
+	Transactions   map[string]*TxnView `json:"transactions,omitzero"` // present, {} when none, in the all-transactions shape
 	PaymentSource  *SourceView         `json:"payment_source,omitempty"`
 }
 

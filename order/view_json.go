@@ -56,7 +56,7 @@ func (v *View) AppendJSON(dst []byte) []byte {
 		w.key("transaction")
 		w.txn(v.Transaction)
 	}
-	if len(v.Transactions) > 0 {
+	if v.Transactions != nil { // {} for an order without transactions (interface 4.8)
 		w.key("transactions")
 		w.open()
 		ids := make([]string, 0, len(v.Transactions))
