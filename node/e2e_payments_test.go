@@ -3,6 +3,7 @@ package node_test
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,26 @@ func expectError(t *testing.T, r *nodetest.Response, status int, code, attr stri
 func TestCardLifecycle(t *testing.T) {
 	n := nodetest.Start(t, nodetest.Options{})
 	m := n.CreateMerchant(t, 10000)
+
+	t.Run("a charge for a subscription product gets its subscription_id", func(t *testing.T) {
+		id := newOrderID("sub")
+		body := chargeBody(id, "4111111111111111", 1020, 24)
+		body["subscription_product_id"] = "123e4567-e89b-12d3-a456-426614174000"
+		r := m.Post(t, "charge", body)
+		sub := r.Str("subscription_id")
+		if r.Status != 200 || !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`).MatchString(sub) {
+			t.Fatalf("charge: %s", r.Body)
+		}
+		if again := m.Post(t, "charge", body); again.Status != 200 || again.Str("subscription_id") != sub {
+			t.Fatalf("a repeat answers the same subscription: %s", again.Body)
+		}
+		if st := m.WaitStatus(t, id, "authorized", 5*time.Second); st.Str("subscription_id") != sub {
+			t.Fatalf("status: %s", st.Body)
+		}
+		if r := m.Post(t, "charge", chargeBody(newOrderID("nosub"), "4111111111111111", 1020, 24)); r.Get("subscription_id") != nil {
+			t.Fatalf("no product, no subscription: %s", r.Body)
+		}
+	})
 
 	t.Run("charge settle refund", func(t *testing.T) {
 		id := newOrderID("life")

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/actors"
@@ -188,14 +189,21 @@ func (s *Server) charge(c *call, r *api.ChargeRequest) answer {
 	return s.reply("charge", res, err)
 }
 
-// createData copies the shared order fields into the create command.
+// createData copies the shared order fields into the create command. An
+// order for a subscription product (subscription_product_id, a shared field
+// of every order-creating request) gets its subscription_id here, once: a
+// repeat of the request answers the order as it stands, id included.
 func createData(f *api.OrderFields) order.CreateData {
-	return order.CreateData{
+	d := order.CreateData{
 		Amount: *f.Amount, Currency: strings.ToUpper(*f.Currency), Description: *f.OrderDescription,
 		Descriptor: deref(f.DynamicDescriptor), Website: deref(f.Website), ProcessingMID: *f.ProcessingMID,
 		CallbackURL: deref(f.CallbackURL), SuccessURL: deref(f.SuccessURL), FailURL: deref(f.FailURL),
 		SettleDelayHours: *f.Settle.DelayHours,
 	}
+	if f.SubscriptionProductID != nil {
+		d.SubscriptionID = uuid.NewString()
+	}
+	return d
 }
 
 func address(a *api.Address) *order.Address {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/actors"
@@ -120,9 +119,6 @@ func (s *Server) initPayment(c *call, r *api.InitPaymentRequest) answer {
 		}
 	}
 	data := createData(&r.OrderFields)
-	if r.SubscriptionProductID != nil {
-		data.SubscriptionID = uuid.NewString()
-	}
 	if t := r.ThreeDS; t != nil {
 		data.ThreeDSForce = t.Force != nil && *t.Force
 		data.AttemptNonSecure = t.AttemptNonSecure != nil && *t.AttemptNonSecure
