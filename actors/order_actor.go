@@ -434,6 +434,15 @@ func (a *orderActor) autoSettle() {
 // autoSettlements counts the automatic settlements this node committed.
 var autoSettlements = metrics.GetOrCreateCounter(`gateway_auto_settlements_total`)
 
+// firstAnswer is the reply that repeats an idempotency key's first answer:
+// the stored body, or the same refusal.
+func firstAnswer(rec *persistence.IdemRecord) *Reply {
+	if rec.Reject != nil {
+		return &Reply{Reject: rec.Reject}
+	}
+	return &Reply{Raw: rec.Response}
+}
+
 func (a *orderActor) operate(m *Operation) *Reply {
 	if m.IdempotencyKey != "" {
 		rec, err := a.deps.Store.Idempotency(m.Merchant, m.IdempotencyKey)
@@ -442,7 +451,7 @@ func (a *orderActor) operate(m *Operation) *Reply {
 		}
 		if rec != nil && a.deps.Now().UnixNano()-rec.CreatedAt < int64(persistence.IdempotencyWindow) {
 			if rec.RequestHash == m.RequestHash {
-				return &Reply{Raw: rec.Response}
+				return firstAnswer(rec)
 			}
 			return &Reply{Reject: &order.Rejection{Kind: order.RejectConflict, Attribute: "idempotency-key",
 				Message: "Idempotency-Key has already been used with a different request"}}
@@ -459,8 +468,10 @@ func (a *orderActor) operate(m *Operation) *Reply {
 	}
 	cmd.ARN = acquirer.ARN(cmd.TxnID)
 	// Decide locally first: an illegal operation is refused without a trip
-	// through the log. The FSM decides again on the committed command.
-	if _, out := order.Apply(cur, cmd); out.Reject != nil {
+	// through the log. The FSM decides again on the committed command. With
+	// an Idempotency-Key the refusal is the key's first answer, which a
+	// repeat must get again, so the FSM decides and records it.
+	if _, out := order.Apply(cur, cmd); out.Reject != nil && m.IdempotencyKey == "" {
 		return &Reply{Order: cur, Reject: out.Reject}
 	}
 	res, err := a.propose(cmd)
@@ -468,7 +479,7 @@ func (a *orderActor) operate(m *Operation) *Reply {
 		return &Reply{Err: err}
 	}
 	if res.Replayed != nil {
-		return &Reply{Raw: res.Replayed.Response}
+		return firstAnswer(res.Replayed)
 	}
 	return &Reply{Order: res.Order, TxnID: res.Outcome.TxnID, Reject: res.Outcome.Reject}
 }

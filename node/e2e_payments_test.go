@@ -378,6 +378,29 @@ func TestIdempotencyAndIsolation(t *testing.T) {
 		}
 	})
 
+	t.Run("an Idempotency-Key whose first answer was a refusal repeats the refusal", func(t *testing.T) {
+		id := newOrderID("idk-rej")
+		a.Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 24))
+		a.WaitStatus(t, id, "authorized", 5*time.Second)
+		refund := map[string]any{"order_id": id, "amount": 400}
+		expectError(t, a.Post(t, "refund", refund, "Idempotency-Key", "rk-1"), 409, "0.03", "status")
+		if r := a.Post(t, "settle", map[string]any{"order_id": id, "amount": 1000}); r.Status != 200 {
+			t.Fatalf("settle: %s", r.Body)
+		}
+		// The order would take the refund now; the key's first answer stands.
+		expectError(t, a.Post(t, "refund", refund, "Idempotency-Key", "rk-1"), 409, "0.03", "status")
+		expectError(t, a.Post(t, "refund", map[string]any{"order_id": id, "amount": 401}, "Idempotency-Key", "rk-1"), 409, "5.06", "idempotency-key")
+		if st := a.Post(t, "status", map[string]any{"order_id": id}); st.Num("refunded_amount") != 0 {
+			t.Fatalf("nothing may be refunded under the refused key: %s", st.Body)
+		}
+		// An amount refusal the same way; another key is another request.
+		expectError(t, a.Post(t, "refund", map[string]any{"order_id": id, "amount": 1001}, "Idempotency-Key", "rk-2"), 422, "2.02", "amount")
+		expectError(t, a.Post(t, "refund", map[string]any{"order_id": id, "amount": 1001}, "Idempotency-Key", "rk-2"), 422, "2.02", "amount")
+		if r := a.Post(t, "refund", refund, "Idempotency-Key", "rk-3"); r.Status != 200 || r.Num("refunded_amount") != 400 {
+			t.Fatalf("refund under a new key: %s", r.Body)
+		}
+	})
+
 	t.Run("an Idempotency-Key used for a settle is not a refund's", func(t *testing.T) {
 		// Settle and refund bodies can be the same bytes; the operation is part
 		// of the request, so the refund is another request under the same key.

@@ -291,6 +291,11 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 	}
 	next, out := order.Apply(cur, cmd)
 	if !out.Changed() {
+		if out.Reject != nil && cmd.IdempotencyKey != "" {
+			b.putIdempotency(cmd.Merchant, cmd.IdempotencyKey, rec, &IdemRecord{
+				RequestHash: cmd.RequestHash, CreatedAt: cmd.Time, Reject: out.Reject,
+			})
+		}
 		return Result{Order: cur, Outcome: out}
 	}
 	b.putOrder(cur, next)

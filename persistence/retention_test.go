@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/paygate/gateway/order"
 )
 
 // notifyingCharge applies a charge with a callback URL at index idx and
@@ -201,6 +203,37 @@ func TestIdempotencyRetention(t *testing.T) {
 	// A key whose record is gone is a new key.
 	if r := ts.apply(6, keyedCreate("o-4", "ik2", "h4", 3000+window))[0]; r.Replayed != nil || r.Order == nil || r.Order.ID != "o-4" {
 		t.Fatalf("a pruned key used again: %+v", r)
+	}
+}
+
+// A keyed operation the state machine refuses records the refusal as the
+// key's first answer: the same command later replays it, whatever the order
+// would take by then, and the record ages out like any other.
+func TestIdempotencyRecordsARefusal(t *testing.T) {
+	ts := newTestStore(t)
+	create, outcome := chargeCmds("o-1", 1000)
+	refund := &Cmd{Order: &order.Command{Kind: order.KindRefund, Time: 5000, Merchant: "m_bench", OrderID: "o-1",
+		TxnID: "r-1", Amount: 100, IdempotencyKey: "rk", RequestHash: "rh"}}
+	r := ts.apply(1, create, outcome, refund)[2]
+	if r.Outcome.Reject == nil || r.Outcome.Reject.Kind != order.RejectIllegalStatus {
+		t.Fatalf("refund of an authorised order: %+v", r)
+	}
+	rec, err := ts.Idempotency("m_bench", "rk")
+	if err != nil || rec == nil || rec.Reject == nil || rec.Reject.Kind != order.RejectIllegalStatus || rec.RequestHash != "rh" {
+		t.Fatalf("record: %+v %v", rec, err)
+	}
+	settle := &Cmd{Order: &order.Command{Kind: order.KindSettle, Time: 6000, Merchant: "m_bench", OrderID: "o-1", TxnID: "s-1", Amount: 1020}}
+	again := *refund.Order
+	again.Time, again.TxnID = 7000, "r-2"
+	res := ts.apply(2, settle, &Cmd{Order: &again})
+	if res[1].Replayed == nil || res[1].Replayed.Reject == nil || res[1].Order != nil {
+		t.Fatalf("the repeat after the settle: %+v", res[1])
+	}
+	if o, _ := ts.GetOrder("m_bench", "o-1"); o == nil || o.Status != order.StatusSettled || o.RefundedAmount != 0 {
+		t.Fatalf("order after the repeat: %+v", o)
+	}
+	if got := listed(t, ts.ExpiredIdempotency, 1<<62); !reflect.DeepEqual(got, []IdemExpiry{{"m_bench", "rk", 5000}}) {
+		t.Fatalf("age index: %+v", got)
 	}
 }
 

@@ -392,6 +392,11 @@ type IdemRecord struct {
 	CreatedAt   int64  `json:"t"`
 	Status      int    `json:"s"` // HTTP status of the first answer
 	Response    []byte `json:"r"` // body of the first answer
+	// Reject is set instead of Response when the first answer was the
+	// state machine's refusal (409 0.03, 422 2.02, 404 2.05): a repeat is
+	// refused the same way even once the order would allow it (contract
+	// section 5, "returns the first answer again").
+	Reject *order.Rejection `json:"x,omitempty"`
 }
 
 // Idempotency returns the record for a merchant's key, or nil.
