@@ -222,6 +222,22 @@ func TestValidationAndErrors(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a value of the wrong type hides no other violation", func(t *testing.T) {
+		body := chargeBody(newOrderID("bad"), "4111111111111111", 100, 24)
+		body["amount"] = "100"
+		body["customer"] = "jane"
+		delete(body, "processing_mid")
+		r := m.Post(t, "charge", body)
+		expectError(t, r, 422, "2.01", "amount")
+		for _, a := range []string{"customer", "processing_mid"} {
+			if !r.HasMessage(a) {
+				t.Errorf("missing %s in %s", a, r.Body)
+			}
+		}
+		if msgs, _ := r.Get("error.messages.customer").([]any); len(msgs) != 1 || msgs[0] != "customer should be an object" {
+			t.Errorf("customer: want only its type error, got %v", msgs)
+		}
+	})
 	cardCases := []struct {
 		name, field, value, code, attr string
 	}{

@@ -33,41 +33,184 @@ import (
 // the 400. No half results: on failure *v is left exactly as it was; on
 // success it is replaced (not merged) by the decoded value.
 func Decode(body []byte, v any) *apierr.Error {
+	err, _ := decode(body, v)
+	return err
+}
+
+// decode is Decode, which also returns where a type error is (the member
+// of the wrong type), or nil for any other answer.
+func decode(body []byte, v any) (*apierr.Error, *json.SemanticError) {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		// Programming error in the caller, never the merchant's fault.
-		return apierr.New(apierr.Internal, "body", "internal error")
+		return apierr.New(apierr.Internal, "body", "internal error"), nil
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
-		return apierr.New(apierr.BadBody, "body", "body is empty")
+		return apierr.New(apierr.BadBody, "body", "body is empty"), nil
 	}
 	if trimmed[0] != '{' {
-		return errNotObject()
+		return errNotObject(), nil
 	}
 
 	fresh := reflect.New(rv.Elem().Type())
 	err := json.Unmarshal(body, fresh.Interface())
 	if err == nil {
 		rv.Elem().Set(fresh.Elem())
-		return nil
+		return nil, nil
 	}
 
 	var synErr *jsontext.SyntacticError
 	if errors.As(err, &synErr) {
-		return syntaxError(synErr)
+		return syntaxError(synErr), nil
 	}
 	// Unmarshal stops at the first type error, before it has seen the rest
 	// of the body: check the whole body's syntax so that a malformed body is
 	// always a 400, whatever comes first.
 	if serr := checkSyntax(body); serr != nil {
-		return serr
+		return serr, nil
 	}
 	var semErr *json.SemanticError
 	if errors.As(err, &semErr) {
-		return typeError(semErr)
+		terr := typeError(semErr)
+		if terr.Code != apierr.Invalid { // the top level is not an object
+			return terr, nil
+		}
+		return terr, semErr
 	}
-	return apierr.New(apierr.BadBody, "body", "body is not valid JSON")
+	return apierr.New(apierr.BadBody, "body", "body is not valid JSON"), nil
+}
+
+// maxTypeErrors bounds the members of the wrong type one answer lists: each
+// costs a decode of the body.
+const maxTypeErrors = 32
+
+// Parse decodes body into a new R and validates it, and lists every
+// violation at once (contract section 3, 422 2.01: "every violating field
+// is listed"). A member of the wrong JSON type does not hide the others:
+// it is reported, decoded again as absent (null), and validation runs on
+// the rest; the validator's messages for a member already reported as of
+// the wrong type (or inside it) are left out ("customer is required" after
+// "customer should be an object"). Syntax errors are answered alone, as by
+// Decode.
+func Parse[R any](body []byte, validate func(*R) *apierr.Error) (*R, *apierr.Error) {
+	req := new(R)
+	typeErrs, err := decodeCollecting(body, req)
+	if err != nil {
+		return nil, err
+	}
+	verr := validate(req)
+	switch {
+	case typeErrs == nil && verr == nil:
+		return req, nil
+	case typeErrs == nil:
+		return nil, verr
+	}
+	if verr != nil {
+		for _, attr := range verr.Attributes() {
+			if !coveredBy(attr, typeErrs) {
+				for _, m := range verr.Messages[attr] {
+					typeErrs.Add(attr, m)
+				}
+			}
+		}
+	}
+	return nil, typeErrs
+}
+
+// coveredBy reports whether attr is, or is inside, an attribute of e.
+func coveredBy(attr string, e *apierr.Error) bool {
+	for a := range e.Messages {
+		if attr == a || strings.HasPrefix(attr, a+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeCollecting decodes body into v like Decode, except that a member
+// of the wrong type is reported and decoded as null, up to maxTypeErrors.
+// It returns those type errors (nil if none) or an error that ends the
+// request (a syntax error, a top level that is not an object).
+func decodeCollecting(body []byte, v any) (typeErrs, fatal *apierr.Error) {
+	for range maxTypeErrors {
+		err, semErr := decode(body, v)
+		if err == nil {
+			return typeErrs, nil
+		}
+		if semErr == nil {
+			return nil, err
+		}
+		if typeErrs == nil {
+			typeErrs = &apierr.Error{Code: apierr.Invalid}
+		}
+		for _, attr := range err.Attributes() {
+			for _, m := range err.Messages[attr] {
+				typeErrs.Add(attr, m)
+			}
+		}
+		next, ok := withNull(body, semErr.JSONPointer)
+		if !ok {
+			break
+		}
+		body = next
+	}
+	// Past the bound, or a member that could not be set to null: what is
+	// listed is the answer, without validating a request that still holds
+	// a member of the wrong type.
+	return nil, typeErrs
+}
+
+// withNull returns the JSON document doc with the value at ptr replaced by
+// null. Members keep their raw values (numbers stay exact); their order
+// may change, which decoding into a struct does not see.
+func withNull(doc jsontext.Value, ptr jsontext.Pointer) (jsontext.Value, bool) {
+	var path []string
+	for tok := range ptr.Tokens() {
+		path = append(path, tok)
+	}
+	if len(path) == 0 {
+		return nil, false
+	}
+	return nullIn(doc, path)
+}
+
+func nullIn(v jsontext.Value, path []string) (jsontext.Value, bool) {
+	replace := func(child jsontext.Value) (jsontext.Value, bool) {
+		if len(path) == 1 {
+			return jsontext.Value("null"), true
+		}
+		return nullIn(child, path[1:])
+	}
+	switch v.Kind() {
+	case '{':
+		var m map[string]jsontext.Value
+		if json.Unmarshal(v, &m) != nil {
+			return nil, false
+		}
+		child, ok := m[path[0]]
+		if !ok {
+			return nil, false
+		}
+		if m[path[0]], ok = replace(child); !ok {
+			return nil, false
+		}
+		out, err := json.Marshal(m)
+		return out, err == nil
+	case '[':
+		var a []jsontext.Value
+		i, err := strconv.Atoi(path[0])
+		if json.Unmarshal(v, &a) != nil || err != nil || i < 0 || i >= len(a) {
+			return nil, false
+		}
+		var ok bool
+		if a[i], ok = replace(a[i]); !ok {
+			return nil, false
+		}
+		out, err := json.Marshal(a)
+		return out, err == nil
+	}
+	return nil, false
 }
 
 // checkSyntax reads the whole body as one JSON value followed by the end of

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/paygate/gateway/transport/apierr"
 )
 
@@ -279,6 +281,91 @@ func BenchmarkDecodeValidateCharge(b *testing.B) {
 		}
 		if err := ValidateCharge(&r, testNow); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// Parse lists every violation at once: members of the wrong type, each
+// reported once, with the validator's messages for the other members, and
+// none of the validator's messages about a member already reported.
+func TestParseListsEveryViolation(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	validate := func(r *ChargeRequest) *apierr.Error { return ValidateCharge(r, now) }
+	cases := []struct {
+		name string
+		edit func(m map[string]any)
+		want map[string]string // attribute → a message it must have
+	}{
+		{"one type error, two missing fields", func(m map[string]any) {
+			m["amount"] = "100"
+			delete(m, "customer")
+			delete(m, "processing_mid")
+		}, map[string]string{"amount": "amount should be an integer", "customer": "customer is required", "processing_mid": "processing_mid is required"}},
+		{"two type errors and a bad currency", func(m map[string]any) {
+			m["amount"] = 10.5
+			m["customer"] = "jane"
+			m["currency"] = "ABCD"
+		}, map[string]string{"amount": "amount should be an integer", "customer": "customer should be an object", "currency": "currency should have exactly 3 characters"}},
+		{"a nested type error beside a nested constraint", func(m map[string]any) {
+			m["customer"].(map[string]any)["email"] = 5
+			m["payment_source"].(map[string]any)["card_number"] = "4111111111111112"
+		}, map[string]string{"customer.email": "customer.email should be a string", "payment_source.card_number": "card_number"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(ValidChargeJSONForTest), &m); err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(m)
+			body, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, aerr := Parse(body, validate)
+			if req != nil || aerr == nil || aerr.Code != apierr.Invalid {
+				t.Fatalf("want 422 2.01, got %v %v", req, aerr)
+			}
+			if len(aerr.Messages) != len(tc.want) {
+				t.Fatalf("attributes %v, want those of %v", aerr.Attributes(), tc.want)
+			}
+			for attr, msg := range tc.want {
+				msgs := aerr.Messages[attr]
+				if len(msgs) != 1 || !strings.Contains(msgs[0], msg) {
+					t.Errorf("%s: %q, want one message with %q", attr, msgs, msg)
+				}
+			}
+		})
+	}
+	// Syntax still wins, and a valid body parses.
+	if _, aerr := Parse([]byte(`{"amount":"1", "amount":2}`), validate); aerr == nil || aerr.Code != apierr.BadBody {
+		t.Fatalf("duplicate key: %v", aerr)
+	}
+	if req, aerr := Parse([]byte(ValidChargeJSONForTest), validate); aerr != nil || req == nil || *req.Amount == 0 {
+		t.Fatalf("valid charge: %v %v", req, aerr)
+	}
+}
+
+// Past maxTypeErrors members of the wrong type, the answer is those listed,
+// without the validator's view of a request that still holds wrong types.
+func TestParseBoundsTheTypeErrors(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"order_metadata":{}`)
+	fields := []string{"order_id", "currency", "order_description", "order_items", "callback_url", "fail_url",
+		"success_url", "website", "processing_mid", "dynamic_descriptor", "order_date", "subscription_product_id"}
+	for _, f := range fields {
+		b.WriteString(`,"` + f + `":1`)
+	}
+	b.WriteString(`,"customer":{"email":1,"user_id":1,"ip_address":1,"phone":1,"first_name":1,"last_name":1}`)
+	b.WriteString(`,"payment_source":{"type":1,"card_number":1,"card_cvv":1,"card_exp_month":1,"card_exp_year":1,"card_holder_name":1,"billing_address":{"line1":1,"line2":1,"city":1,"state":1,"zip":1,"country":1}}`)
+	b.WriteString(`,"settle":{"delay_hours":"x"},"amount":"x","three_ds":{"force":1,"attempt_non_secure":1},"recurring":"x"}`)
+	_, aerr := Parse([]byte(b.String()), func(r *ChargeRequest) *apierr.Error { return ValidateCharge(r, time.Now()) })
+	if aerr == nil || aerr.Code != apierr.Invalid || len(aerr.Messages) != maxTypeErrors {
+		t.Fatalf("want %d type errors, got %v", maxTypeErrors, aerr)
+	}
+	for attr, msgs := range aerr.Messages {
+		if len(msgs) != 1 || !strings.HasPrefix(msgs[0], attr+" should be") {
+			t.Errorf("%s: %q is not a type error", attr, msgs)
 		}
 	}
 }

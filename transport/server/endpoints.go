@@ -38,15 +38,12 @@ type answer struct {
 // endpoint serves one merchant operation on an authenticated, copied body.
 type endpoint func(s *Server, c *call) answer
 
-// operation builds an endpoint from its request type: decode strictly,
-// validate, then dispatch. This is the one path every operation shares.
+// operation builds an endpoint from its request type: decode strictly and
+// validate, listing every violation at once (api.Parse), then dispatch. This is the one path every operation shares.
 func operation[R any](validate func(*R, time.Time) *apierr.Error, dispatch func(*Server, *call, *R) answer) endpoint {
 	return func(s *Server, c *call) answer {
-		req := new(R)
-		if err := api.Decode(c.body, req); err != nil {
-			return answer{err: err}
-		}
-		if err := validate(req, c.now); err != nil {
+		req, err := api.Parse(c.body, func(r *R) *apierr.Error { return validate(r, c.now) })
+		if err != nil {
 			return answer{err: err}
 		}
 		return dispatch(s, c, req)

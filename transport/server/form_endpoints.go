@@ -245,14 +245,13 @@ func (s *Server) formPay(ctx *fasthttp.RequestCtx, o *order.Order) {
 		return
 	}
 	body := append([]byte(nil), ctx.PostBody()...)
-	req := new(api.FormCardRequest)
-	if err := api.Decode(body, req); err != nil {
-		writePageError(ctx, err)
-		return
-	}
-	api.NormalizeFormCard(req)
-	if err := api.ValidateFormCard(req, s.formNow()); err != nil {
-		writePageError(ctx, err)
+	now := s.formNow()
+	req, perr := api.Parse(body, func(r *api.FormCardRequest) *apierr.Error {
+		api.NormalizeFormCard(r)
+		return api.ValidateFormCard(r, now)
+	})
+	if perr != nil {
+		writePageError(ctx, perr)
 		return
 	}
 	msg := &actors.FormPayment{
