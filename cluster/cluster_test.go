@@ -69,8 +69,10 @@ func TestClusterMinorityPartition(t *testing.T) {
 	}
 	h.net.partition([]raft.ServerAddress{ln.addr}, rest)
 
-	// Proposals to the isolated leader: none is acknowledged.
-	var minorityAcks, minorityTries int
+	// Proposals to the isolated leader: none is acknowledged. Those it
+	// appended while it still led say that their outcome is unknown (a new
+	// leader could commit them); those it refused as a follower do not.
+	var minorityAcks, minorityTries, unknown int
 	deadline := time.Now().Add(1500 * time.Millisecond)
 	for i := 0; time.Now().Before(deadline); i++ {
 		cmd := createCmd(fmt.Sprintf("minority-%d", i), fmt.Sprintf("txn-minority-%d", i))
@@ -78,12 +80,20 @@ func TestClusterMinorityPartition(t *testing.T) {
 		_, err := oldLeader.Propose(ctx, &persistence.Cmd{Order: cmd})
 		cancel()
 		minorityTries++
-		if err == nil {
+		switch {
+		case err == nil:
 			minorityAcks++
+		case !errors.Is(err, ErrNoLeader):
+			t.Fatalf("minority proposal %d: %v, want ErrNoLeader", i, err)
+		case errors.Is(err, ErrOutcomeUnknown):
+			unknown++
 		}
 	}
 	if minorityAcks > 0 {
 		t.Fatalf("the minority acknowledged %d of %d writes", minorityAcks, minorityTries)
+	}
+	if unknown == 0 || unknown == minorityTries {
+		t.Fatalf("%d of %d minority proposals of unknown outcome: want the first (appended while leading), not those refused after", unknown, minorityTries)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	if err := oldLeader.ReadBarrier(rctx); !errors.Is(err, ErrNoLeader) {

@@ -29,6 +29,12 @@ import (
 // retry with the same order_id / Idempotency-Key, which makes that safe.
 var ErrNoLeader = errors.New("cluster: no leader")
 
+// ErrOutcomeUnknown is wrapped, beside ErrNoLeader, when the command had
+// reached raft before the failure, so it may still commit. Without it the
+// command was never proposed. Only an operation that is not idempotent by
+// itself (a refund without an Idempotency-Key) needs to tell the two apart.
+var ErrOutcomeUnknown = errors.New("cluster: outcome unknown")
+
 // Config configures a node's raft.
 type Config struct {
 	NodeID   string

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -85,9 +86,9 @@ func (c *collector) propose(ctx context.Context, cmd *persistence.Cmd) (persiste
 		return a.res, a.err
 	case <-ctx.Done():
 		// Past the deadline the outcome is unknown, which ErrNoLeader says.
-		return persistence.Result{}, fmt.Errorf("%w: not committed within the deadline (it may still commit): %v", ErrNoLeader, ctx.Err())
+		return persistence.Result{}, fmt.Errorf("%w: %w: not committed within the deadline (it may still commit): %v", ErrNoLeader, ErrOutcomeUnknown, ctx.Err())
 	case <-c.stop:
-		return persistence.Result{}, fmt.Errorf("%w: shut down before the answer (it may have committed): %v", ErrNoLeader, raft.ErrRaftShutdown)
+		return persistence.Result{}, fmt.Errorf("%w: %w: shut down before the answer (it may have committed): %v", ErrNoLeader, ErrOutcomeUnknown, raft.ErrRaftShutdown)
 	}
 }
 
@@ -189,7 +190,13 @@ func (c *collector) send(batch []*proposal) {
 		// raft's timeout bounds only the enqueueing; every caller's own
 		// context bounds its wait (propose).
 		if err := f.Error(); err != nil {
-			fail(leaderErr(err))
+			// Lost or shut down after the entry was appended (perhaps
+			// replicated): a new leader may still commit it.
+			appended := errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown)
+			if err = leaderErr(err); appended {
+				err = fmt.Errorf("%w (%w: a new leader may commit it)", err, ErrOutcomeUnknown)
+			}
+			fail(err)
 			return
 		}
 		c.node.commitLat.UpdateDuration(start)

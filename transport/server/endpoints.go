@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -9,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/actors"
+	"github.com/paygate/gateway/cluster"
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/api"
@@ -227,7 +229,37 @@ func (s *Server) operate(c *call, kind order.Kind, orderID string, amount int64,
 		msg.RequestHash = s.operationHash(string(kind), c.body)
 	}
 	res, err := s.cfg.Registry.Request(actors.Key{Merchant: c.merchant.ID, OrderID: orderID}, msg, s.cfg.RequestTimeout)
+	if repeatIsANewRefund(c.ctx) && outcomeUnknown(res, err) {
+		return answer{err: refundOutcomeUnknown()}
+	}
 	return s.reply(string(kind), res, err)
+}
+
+// repeatIsANewRefund reports whether sending this request again could move
+// money again: a refund without an Idempotency-Key (contract section 5).
+// Every other operation is safe to repeat: a charge by its order_id, a keyed
+// refund by its key, a settle or void by the order's status.
+func repeatIsANewRefund(ctx *fasthttp.RequestCtx) bool {
+	p := string(ctx.Path())
+	return (p == "/api/v3/refund" || p == "/api/v1/refund") && len(ctx.Request.Header.Peek("Idempotency-Key")) == 0
+}
+
+// outcomeUnknown reports whether a request that failed may still take
+// effect: its actor had not answered in time (the actor still runs it), or
+// its command had reached raft before leadership was lost.
+func outcomeUnknown(res any, err error) bool {
+	if errors.Is(err, actors.ErrTimeout) {
+		return true
+	}
+	rep, ok := res.(*actors.Reply)
+	return ok && errors.Is(rep.Err, cluster.ErrOutcomeUnknown)
+}
+
+// refundOutcomeUnknown answers a refund of unknown outcome that a repeat
+// would make twice: 503 6.02 says "safe to retry", which it is not.
+func refundOutcomeUnknown() *apierr.Error {
+	return apierr.New(apierr.Internal, "order_id", "the refund may have been made: read the order's refunded_amount "+
+		"with status before sending it again (a refund sent with an Idempotency-Key can be repeated as it is)")
 }
 
 // status reads the applied state directly: reads never go through the log.

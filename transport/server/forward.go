@@ -113,6 +113,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	if err := s.fwd.client.DoTimeout(req, resp, s.fwd.timeout); err != nil {
 		s.fwd.failed.Inc()
 		s.cfg.Logger.Warn("forward to leader failed", "leader_id", route.LeaderID, "leader_http", route.LeaderHTTP, "error", err)
+		if repeatIsANewRefund(ctx) { // the leader may have made it
+			e := refundOutcomeUnknown()
+			writeError(ctx, e)
+			return true, e.Code.HTTP
+		}
 		return unavailable("the leader cannot be reached; retry the same request")
 	}
 	s.fwd.relayed.Inc()
