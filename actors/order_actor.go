@@ -325,7 +325,8 @@ func (a *orderActor) startAuth(o *order.Order, card vault.Card, cvv, cryptogram,
 		Descriptor: o.Descriptor, MerchantID: o.Merchant, Cryptogram: cryptogram, ECI: eci,
 	}
 	if t := o.Pending.ThreeDS; t != nil {
-		req.ThreeDS = acquirer.ThreeDSData{Authenticated: t.CAVV != "", ECI: t.ECI, CAVV: t.CAVV, XID: t.XID, Version: t.Version}
+		req.ThreeDS = acquirer.ThreeDSData{Authenticated: t.CAVV != "", NonSecure: t.Enrolled == order.EnrolledNo,
+			ECI: t.ECI, CAVV: t.CAVV, XID: t.XID, Version: t.Version}
 	}
 	key, reg, deps := a.key, a.reg, a.deps
 	issueToken, settleDelay := o.Source.Type == "card", o.SettleDelayHours

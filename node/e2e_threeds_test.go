@@ -149,6 +149,16 @@ func TestThreeDSNotEnrolled(t *testing.T) {
 			}
 		})
 	}
+	// An external authentication result claimed for a card whose issuer
+	// cannot authenticate does not stand: only the downgrade above does.
+	t.Run("mpi_data without force and attempt_non_secure", func(t *testing.T) {
+		id := newOrderID("n3ds-mpi")
+		m.Post(t, "charge", threeDSCharge(id, "4000000000003063", nil, nil,
+			map[string]any{"cavv": "AAABBEg0VhI0VniQEjRWAAAAAAA=", "eci": "05", "version": "2.2.0"}))
+		if o := m.WaitStatus(t, id, "declined", 10*time.Second); o.Str("decline.code") != "5.01" {
+			t.Fatalf("not enrolled with mpi_data: %s", o.Body)
+		}
+	})
 }
 
 func TestThreeDSExternalMPI(t *testing.T) {

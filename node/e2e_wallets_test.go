@@ -201,6 +201,29 @@ func TestWalletRoundTrip(t *testing.T) {
 		id3 := newOrderID("w-3ds-a")
 		m.Post(t, a.endpoint, walletBody(id3, 500, a.source(t, ds, m.ID, tokenmaker.PaymentInput{PAN: enrolled, Amount: 500})))
 		m.WaitStatus(t, id3, "authorized", 5*time.Second)
+		// The not-enrolled card is approved only as the non-secure charge a
+		// merchant asks for, which a wallet payment is not: 5.01.
+		id4 := newOrderID("w-notenrolled")
+		m.Post(t, v.endpoint, walletBody(id4, 500, v.source(t, ds, m.ID, tokenmaker.PaymentInput{PAN: "4000000000003063", AuthMethod: wallet.AuthPANOnly})))
+		if st := m.WaitStatus(t, id4, "declined", 5*time.Second); st.Str("decline.code") != "5.01" {
+			t.Fatalf("PAN_ONLY on a not-enrolled card: %s", st.Body)
+		}
+	})
+
+	// A wallet's card reaches the issuer without the API's expiry check: an
+	// expired one is declined 2.09, as the sandbox's issuer would.
+	t.Run("an expired card is declined", func(t *testing.T) {
+		for _, v := range []walletVersion{walletVersions[0], walletVersions[3]} {
+			id := newOrderID("w-expired")
+			body := walletBody(id, 500, v.source(t, ds, m.ID, tokenmaker.PaymentInput{
+				PAN: "4111111111111111", ExpMonth: "01", ExpYear: "2020", Amount: 500}))
+			if r := m.Post(t, v.endpoint, body); r.Status != 200 {
+				t.Fatalf("%s: %s", v.version, r.Body)
+			}
+			if st := m.WaitStatus(t, id, "declined", 5*time.Second); st.Str("decline.code") != "2.09" {
+				t.Fatalf("%s, expired card: %s", v.version, st.Body)
+			}
+		}
 	})
 
 	t.Run("EMV and sale", func(t *testing.T) {

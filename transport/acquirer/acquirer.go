@@ -58,7 +58,11 @@ const (
 // ThreeDSData is the outcome of 3-D Secure authentication, from the gateway's
 // own flow or an external MPI. The zero value means no authentication.
 type ThreeDSData struct {
-	Authenticated   bool
+	Authenticated bool
+	// NonSecure: the issuer does not take part in 3-D Secure and the
+	// merchant asked for a payment without it (three_ds.force with
+	// attempt_non_secure); the order's three_ds.enrolled is "N".
+	NonSecure       bool
 	ECI             string
 	CAVV            string
 	XID             string

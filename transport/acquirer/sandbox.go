@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"hash"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,7 +80,7 @@ func (s *Sandbox) Authorize(ctx context.Context, req AuthRequest) (AuthResult, e
 	if r, ok := s.results[req.Reference]; ok {
 		return r, nil
 	}
-	r := decide(req)
+	r := decide(req, time.Now().UTC())
 	if old := s.order[s.next]; old != "" {
 		delete(s.results, old)
 	}
@@ -143,9 +144,9 @@ func (s *Sandbox) Enrollment(pan string) Enrollment {
 }
 
 // decide computes the sandbox outcome for a request. It is a pure function of
-// the card number, whether a CVV was given, the 3-D Secure data and the
-// reference.
-func decide(req AuthRequest) AuthResult {
+// the card number, its expiry against now, whether a CVV was given, the 3-D
+// Secure data and the reference.
+func decide(req AuthRequest, now time.Time) AuthResult {
 	cvv := CVVMatch
 	if req.CVV == "" {
 		cvv = CVVNotProcessed
@@ -182,9 +183,22 @@ func decide(req AuthRequest) AuthResult {
 		if !req.ThreeDS.Authenticated && req.Cryptogram == "" {
 			return decline(Code3DSFailed, Msg3DSFailed)
 		}
+	case Card3DSNotEnrolled:
+		// The issuer cannot authenticate: only the non-secure payment the
+		// merchant asked for goes through (contract section 7, "else
+		// 5.01"), not an authentication result or a wallet payment
+		// claimed for this card.
+		if !req.ThreeDS.NonSecure {
+			return decline(Code3DSFailed, Msg3DSFailed)
+		}
 	}
 	if !Luhn(req.PAN) {
 		return decline(CodeDoNotHonour, MsgDoNotHonour)
+	}
+	if expired(req.ExpMonth, req.ExpYear, now) {
+		// The API refuses an expired card it is given; a wallet's card or a
+		// token's (tokens outlive cards) reaches the issuer, which declines.
+		return decline(CodeCardExpired, MsgCardExpired)
 	}
 	return AuthResult{
 		Approved:     true,
@@ -194,6 +208,18 @@ func decide(req AuthRequest) AuthResult {
 		CVVCheck:     cvv,
 		RiskDecision: RiskAccept,
 	}
+}
+
+// expired reports whether a card expiring in month/year (MM, YYYY) can no
+// longer be used at now: a card is good to the end of its month. An expiry
+// that does not read as a month is expired.
+func expired(month, year string, now time.Time) bool {
+	m, merr := strconv.Atoi(month)
+	y, yerr := strconv.Atoi(year)
+	if merr != nil || yerr != nil || m < 1 || m > 12 {
+		return true
+	}
+	return y < now.Year() || y == now.Year() && time.Month(m) < now.Month()
 }
 
 const authCodeAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"

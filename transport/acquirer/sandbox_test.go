@@ -73,12 +73,12 @@ func TestSandboxTestCards(t *testing.T) {
 		{"4111111111111111", approved},
 		{"5555555555554444", approved},
 		{"378282246310005", approved},
-		{"4242424242424242", approved},                          // any other Luhn-valid number
-		{"6011111111111117", approved},                          // discover
-		{"3530111333300000", approved},                          // jcb
-		{"2223003122003222", approved},                          // mastercard 2-series
-		{"4000000000003063", approved},                          // not enrolled: caller decides the downgrade
-		{"4111111111111112", declined("3.08", "Do not honour")}, // fails Luhn
+		{"4242424242424242", approved}, // any other Luhn-valid number
+		{"6011111111111117", approved}, // discover
+		{"3530111333300000", approved}, // jcb
+		{"2223003122003222", approved}, // mastercard 2-series
+		{"4000000000003063", declined("5.01", "3-D Secure authentication failed or required")}, // not enrolled, no non-secure downgrade asked
+		{"4111111111111112", declined("3.08", "Do not honour")},                                // fails Luhn
 		{"4000000000000002", declined("3.08", "Do not honour")},
 		{"4000000000009995", declined("3.02", "Insufficient funds")},
 		{"4000000000000069", declined("2.09", "Card expired")},
@@ -327,9 +327,25 @@ func TestSandbox3DS(t *testing.T) {
 	rq.Cryptogram, rq.ECI = "AgAAAAAAAIR8CQrXcIhbQAAAAAA=", "05"
 	r, _ = s.Authorize(ctx, rq)
 	checkApproved(t, r, "P")
-	// Not enrolled: approved non-secure.
-	r, _ = s.Authorize(ctx, req("3ds-notenrolled", Card3DSNotEnrolled))
+	// Not enrolled: approved only as the non-secure payment the merchant
+	// asked for; an authentication or a cryptogram claimed for it is 5.01.
+	rq = req("3ds-notenrolled", Card3DSNotEnrolled)
+	rq.ThreeDS = ThreeDSData{NonSecure: true}
+	r, _ = s.Authorize(ctx, rq)
 	checkApproved(t, r, "M")
+	for name, claim := range map[string]func(*AuthRequest){
+		"no downgrade": func(*AuthRequest) {},
+		"an authentication result": func(r *AuthRequest) {
+			r.ThreeDS = ThreeDSData{Authenticated: true, ECI: "05", CAVV: "AAABBBCCC=", Version: "2.2.0"}
+		},
+		"a wallet cryptogram": func(r *AuthRequest) { r.Cryptogram, r.ECI = "AgAAAAAAAIR8CQrXcIhbQAAAAAA=", "05" },
+	} {
+		rq = req("3ds-notenrolled-"+name, Card3DSNotEnrolled)
+		claim(&rq)
+		if r, _ := s.Authorize(ctx, rq); r.Approved || r.DeclineCode != "5.01" {
+			t.Errorf("not enrolled, %s: %+v", name, r)
+		}
+	}
 	// Authentication data on an ordinary card does no harm.
 	rq = req("3ds-plain", CardVisaApproved)
 	rq.ThreeDS.Authenticated = true
@@ -468,5 +484,27 @@ func TestSandboxMemoryBounded(t *testing.T) {
 	}
 	if s.Authorizations("ref-0") != 0 || s.Authorizations(fmt.Sprintf("ref-%d", n-1)) != 1 {
 		t.Fatal("the oldest reference must be the one forgotten")
+	}
+}
+
+// A card is good to the end of its expiry month: the sandbox declines it
+// after that (2.09), as an issuer would, whatever path it came by (a
+// wallet's card, a token's).
+func TestSandboxDeclinesExpiredCards(t *testing.T) {
+	now := time.Date(2026, time.November, 25, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		month, year string
+		expired     bool
+	}{
+		{"11", "2026", false}, {"12", "2026", false}, {"01", "2027", false},
+		{"10", "2026", true}, {"12", "2025", true}, {"01", "2020", true},
+		{"13", "2030", true}, {"", "", true}, {"ab", "2030", true},
+	} {
+		rq := req("exp-"+c.month+"-"+c.year, CardVisaApproved)
+		rq.ExpMonth, rq.ExpYear = c.month, c.year
+		r := decide(rq, now)
+		if c.expired && (r.Approved || r.DeclineCode != CodeCardExpired) || !c.expired && !r.Approved {
+			t.Errorf("%s/%s: %+v, expired %v", c.month, c.year, r, c.expired)
+		}
 	}
 }
