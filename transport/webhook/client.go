@@ -26,7 +26,11 @@ import (
 const (
 	DefaultConnectTimeout   = 5 * time.Second
 	DefaultResponseTimeout  = 10 * time.Second
-	DefaultMaxResponseBytes = 4 << 10
+	// DefaultMaxResponseBytes is the API's own request limit: the contract
+	// counts any HTTP 200 with a JSON body whose status is "ok" as
+	// delivered, so a receiver that echoes the order back is answered
+	// within it (with 4 KiB such a receiver's answers all failed).
+	DefaultMaxResponseBytes = 1 << 20
 	DefaultUserAgent        = "paygate-webhook/1"
 )
 

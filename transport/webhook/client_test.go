@@ -491,3 +491,18 @@ func TestDeliverConcurrent(t *testing.T) {
 		t.Errorf("%d of 64 concurrent attempts failed", failed.Load())
 	}
 }
+
+// With the defaults, a receiver that echoes a large body beside "status":
+// "ok" has delivered (contract section 6 sets no size): a 4 KiB limit
+// failed every such answer.
+func TestDefaultLimitTakesALargeOKAnswer(t *testing.T) {
+	body := `{"echo":"` + strings.Repeat("x", 200<<10) + `","status":"ok"}`
+	url, addr := receiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, body)
+	}))
+	c, _ := clientFor(t, Config{}, addr)
+	if a := c.Deliver(context.Background(), testDelivery(url)); !a.Delivered || a.HTTPCode != 200 {
+		t.Fatalf("a 200 answer of %d bytes with status ok: %+v", len(body), a)
+	}
+}
