@@ -20,7 +20,7 @@ type ScheduleReader interface {
 	// DueExpiries lists unpaid forms and unanswered 3-D Secure challenges
 	// whose time is up, as DueSettlements does.
 	DueExpiries(now int64, after persistence.ScheduleCursor, limit int) ([]persistence.OrderRef, persistence.ScheduleCursor, error)
-	// FinishedNotifications lists notifications delivered or failed before
+	// FinishedNotifications lists notifications delivered before
 	// a time, and ExpiredIdempotency idempotency records written before a
 	// time, oldest first.
 	FinishedNotifications(before int64, limit int) ([]persistence.NotifyExpiry, error)
@@ -48,7 +48,7 @@ type Scheduler struct {
 	PageSize int
 	// Proposer commits the retention passes' prunes.
 	Proposer Proposer
-	// NotifyRetention is how long delivered and failed notifications are
+	// NotifyRetention is how long delivered notifications are
 	// kept, with their bodies (0: for ever).
 	NotifyRetention time.Duration
 	// RetentionPoll is how often the retention passes run (0: a minute).

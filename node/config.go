@@ -24,7 +24,7 @@ type Config struct {
 	VaultKeyFile          string
 	AllowPrivateCallbacks bool
 	WebhookRetryDelays    []time.Duration
-	WebhookRetention      time.Duration // delivered and failed notifications; 0 = for ever
+	WebhookRetention      time.Duration // delivered notifications (failed ones stay); 0 = for ever
 	SettleDelayUnit       time.Duration
 	AcquirerLatency       time.Duration
 

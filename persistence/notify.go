@@ -130,6 +130,10 @@ func (b *Batch) applyNotify(u *NotifyUpdate) Result {
 		}
 		if n.State != NotifyPending {
 			n.FinishedAt = u.Time
+		}
+		if n.State == NotifyDelivered {
+			// Only delivered ones age out: a failed delivery stays visible
+			// to the admin API (contract section 6) until it is redelivered.
 			b.set(timedKey(prefixFinished, n.FinishedAt, []byte(n.ID)), nil)
 		}
 	}

@@ -13,9 +13,10 @@ import (
 // about 1 KB, so kept for ever they would grow the store, its snapshots and
 // the copies to followers with every request.
 //
-//   - A notification, once delivered or failed, is kept for the operator's
-//     listing and redelivery for --webhook-retention (x/ indexes it by when
-//     it finished).
+//   - A notification, once delivered, is kept for the operator's listing
+//     and redelivery for --webhook-retention (x/ indexes it by when it
+//     finished). A failed one stays until it is redelivered: the contract
+//     (section 6) keeps it visible to the admin API.
 //   - An idempotency record answers repeats for IdempotencyWindow and is
 //     dead weight after it (i/ indexes it by when it was written).
 //
@@ -46,11 +47,25 @@ type NotifyExpiry struct {
 // applyNotifyPrune deletes each listed notification still finished at the
 // listed time, before p.Before: its record, its body and its entry.
 func (b *Batch) applyNotifyPrune(p *NotifyPrune) Result {
-	return b.pruneListed(p.Before, len(p.Entries), func(i int) ([]byte, int64) {
-		e := p.Entries[i]
+	// A failed notification indexed before failed ones were kept (stores
+	// of an earlier version) leaves the index and stays.
+	entries := make([]NotifyExpiry, 0, len(p.Entries))
+	for _, e := range p.Entries {
+		n, err := readNotification(b, e.ID)
+		if err != nil {
+			panic(fmt.Sprintf("persistence: read notification: %v", err))
+		}
+		if n != nil && n.State == NotifyFailed && n.FinishedAt == e.FinishedAt {
+			b.del(timedKey(prefixFinished, e.FinishedAt, []byte(e.ID)))
+			continue
+		}
+		entries = append(entries, e)
+	}
+	return b.pruneListed(p.Before, len(entries), func(i int) ([]byte, int64) {
+		e := entries[i]
 		return timedKey(prefixFinished, e.FinishedAt, []byte(e.ID)), e.FinishedAt
 	}, func(i int) [][]byte {
-		return [][]byte{notifyKey(p.Entries[i].ID), notifyBodyKey(p.Entries[i].ID)}
+		return [][]byte{notifyKey(entries[i].ID), notifyBodyKey(entries[i].ID)}
 	})
 }
 
@@ -80,8 +95,9 @@ func (b *Batch) pruneListed(before int64, n int, entry func(i int) ([]byte, int6
 	return Result{Pruned: pruned}
 }
 
-// FinishedNotifications lists up to limit notifications delivered or failed
-// before before, oldest first: what the retention pass prunes next.
+// FinishedNotifications lists up to limit notifications delivered before
+// before (and failed ones an earlier version indexed), oldest first: what
+// the retention pass prunes next.
 func (s *Store) FinishedNotifications(before int64, limit int) ([]NotifyExpiry, error) {
 	var out []NotifyExpiry
 	err := s.scanTimed(finishedIndex, before, func(k []byte) bool {

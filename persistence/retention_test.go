@@ -41,10 +41,11 @@ func attemptAt(at int64, code int) *AttemptRecord {
 	return &AttemptRecord{At: at, HTTPCode: code, DurationNs: 1}
 }
 
-// Delivered and failed notifications enter the retention index when they
-// finish and leave it when redelivered; a prune removes only those still
-// finished before its cut, whatever the leader listed, and leaves nothing
-// of them behind.
+// Delivered notifications enter the retention index when they finish and
+// leave it when redelivered; failed ones stay out of it (visible to the
+// admin API until redelivered); a prune removes only those still delivered
+// before its cut, whatever the leader listed, and leaves nothing of them
+// behind.
 func TestNotificationRetention(t *testing.T) {
 	ts := newTestStore(t)
 	delivered := notifyingCharge(t, ts, 1, "o-1")
@@ -70,7 +71,7 @@ func TestNotificationRetention(t *testing.T) {
 	}{
 		{100, nil}, // finished at 100: not before it
 		{101, []string{delivered.ID}},
-		{1 << 62, []string{delivered.ID, failed.ID}}, // oldest first; the pending one is not there
+		{1 << 62, []string{delivered.ID}}, // the failed one stays for the admin API; the pending one is not done
 	} {
 		if got := finished(c.before); !reflect.DeepEqual(got, c.want) {
 			t.Fatalf("finished before %d: %v, want %v", c.before, got, c.want)
@@ -79,24 +80,42 @@ func TestNotificationRetention(t *testing.T) {
 	if n, _ := ts.Notification(failed.ID); n.State != NotifyFailed || n.FinishedAt != 200 {
 		t.Fatalf("failed notification: %+v", n)
 	}
-	if ids, _ := ts.FinishedNotifications(1<<62, 1); len(ids) != 1 {
-		t.Fatalf("limit 1: %v", ids)
-	}
-
-	if got := listFinished(1 << 62); got[0].FinishedAt != 100 || got[1].FinishedAt != 200 {
+	if got := listFinished(1 << 62); len(got) != 1 || got[0].FinishedAt != 100 {
 		t.Fatalf("finish times listed: %+v", got)
 	}
 
-	// A redelivery takes the failed one out of the index, after the
-	// leader has listed it: the prune must leave it, as it leaves the
-	// pending one and an id it does not know.
+	// A failed one that an earlier version indexed, named by a prune:
+	// it leaves the index and stays.
+	legacy := timedKey(prefixFinished, 200, []byte(failed.ID))
+	b := ts.NewBatch()
+	b.set(legacy, nil)
+	if err := b.Commit(5); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if got := finished(1 << 62); !reflect.DeepEqual(got, []string{delivered.ID, failed.ID}) {
+		t.Fatalf("with the legacy entry: %v", got)
+	}
+	if r := ts.apply(6, &Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, Entries: []NotifyExpiry{{failed.ID, 200}}}})[0]; r.Pruned != 0 {
+		t.Fatalf("prune of a failed notification: %+v", r)
+	}
+	if n, _ := ts.Notification(failed.ID); n == nil || n.State != NotifyFailed {
+		t.Fatalf("failed notification after a prune named it: %+v", n)
+	}
+	if got := finished(1 << 62); !reflect.DeepEqual(got, []string{delivered.ID}) {
+		t.Fatalf("the legacy entry should have left the index: %v", got)
+	}
+
+	// A redelivery of the failed one after the leader has listed: the
+	// prune leaves it, as it leaves the pending one and an id it does not
+	// know.
 	listed := listFinished(1 << 62)
-	ts.apply(5, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 400, Redeliver: true}})
+	ts.apply(7, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 400, Redeliver: true}})
 	if got := finished(1 << 62); !reflect.DeepEqual(got, []string{delivered.ID}) {
 		t.Fatalf("after the redelivery: %v", got)
 	}
-	listed = append(listed, NotifyExpiry{pending.ID, 300}, NotifyExpiry{"ntf_unknown", 1})
-	r := ts.apply(6, &Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, Entries: listed}})[0]
+	listed = append(listed, NotifyExpiry{failed.ID, 200}, NotifyExpiry{pending.ID, 300}, NotifyExpiry{"ntf_unknown", 1})
+	r := ts.apply(8, &Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, Entries: listed}})[0]
 	if r.Err != nil || r.Pruned != 1 {
 		t.Fatalf("prune: %+v, want 1 pruned", r)
 	}
@@ -113,10 +132,10 @@ func TestNotificationRetention(t *testing.T) {
 
 	// Delivered at 500 after the redelivery: a cut at 500 keeps it, one
 	// past it prunes it, across a reopen (the index is in the store).
-	ts.apply(7, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 500, Attempt: attemptAt(450, 200), Delivered: true}})
+	ts.apply(9, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 500, Attempt: attemptAt(450, 200), Delivered: true}})
 	ts.reopen()
 	refinished := NotifyExpiry{failed.ID, 500}
-	if r := ts.apply(8, &Cmd{NotifyPrune: &NotifyPrune{Before: 500, Entries: []NotifyExpiry{refinished}}})[0]; r.Pruned != 0 {
+	if r := ts.apply(10, &Cmd{NotifyPrune: &NotifyPrune{Before: 500, Entries: []NotifyExpiry{refinished}}})[0]; r.Pruned != 0 {
 		t.Fatalf("prune before its finish: %+v", r)
 	}
 	if got := listFinished(501); !reflect.DeepEqual(got, []NotifyExpiry{refinished}) {
@@ -124,10 +143,10 @@ func TestNotificationRetention(t *testing.T) {
 	}
 	// Named by its first finish (the leader's listing before the
 	// redelivery), it stays.
-	if r := ts.apply(9, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, Entries: []NotifyExpiry{{failed.ID, 200}}}})[0]; r.Pruned != 0 {
+	if r := ts.apply(11, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, Entries: []NotifyExpiry{{failed.ID, 200}}}})[0]; r.Pruned != 0 {
 		t.Fatalf("prune of an earlier finish: %+v", r)
 	}
-	if r := ts.apply(10, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, Entries: []NotifyExpiry{refinished}}})[0]; r.Pruned != 1 {
+	if r := ts.apply(12, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, Entries: []NotifyExpiry{refinished}}})[0]; r.Pruned != 1 {
 		t.Fatalf("prune past its finish: %+v", r)
 	}
 	if n, _ := ts.Notification(failed.ID); n != nil {

@@ -35,7 +35,7 @@ const (
 	prefixNotify   = "w/" // w/<notification id> → Notification without its body (notify_codec.go)
 	prefixBody     = "b/" // b/<notification id> → the notification's body, written once
 	prefixDue      = "q/" // q/<due ns BE><notification id> → "" (webhook queue)
-	prefixFinished = "x/" // x/<finished ns BE><notification id> → "" (delivered or failed: retention)
+	prefixFinished = "x/" // x/<finished ns BE><notification id> → "" (delivered: retention)
 	prefixReplay   = "r/" // r/<wallet replay key> → <merchant>\x00<order_id> (wallet token used)
 )
 

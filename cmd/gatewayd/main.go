@@ -42,7 +42,7 @@ func run(args []string) int {
 	fs.StringVar(&cfg.VaultKeyFile, "vault-key-file", "", "32-byte key-encryption key for card data (raw, hex or base64)")
 	fs.BoolVar(&cfg.AllowPrivateCallbacks, "allow-private-callbacks", false, "permit loopback and private callback_url targets")
 	delays := fs.String("webhook-retry-delays", "15m,30m,1h,2h,4h,8h,16h,24h", "notification retry offsets from the first attempt")
-	fs.DurationVar(&cfg.WebhookRetention, "webhook-retention", cfg.WebhookRetention, "how long delivered and failed notifications are kept (0: for ever)")
+	fs.DurationVar(&cfg.WebhookRetention, "webhook-retention", cfg.WebhookRetention, "how long delivered notifications are kept; failed ones stay until redelivered (0: for ever)")
 	fs.DurationVar(&cfg.SettleDelayUnit, "settle-delay-unit", cfg.SettleDelayUnit, "length of one settle.delay_hours hour")
 	fs.DurationVar(&cfg.AcquirerLatency, "acquirer-latency", 0, "sandbox acquirer answer delay")
 	fs.StringVar(&cfg.WalletAMerchantID, "walleta-merchant-id", "", "walleta-pay merchant identifier (KDF party V is its SHA-256)")

@@ -24,8 +24,8 @@ import (
 
 // Defaults for zero Config fields.
 const (
-	DefaultConnectTimeout   = 5 * time.Second
-	DefaultResponseTimeout  = 10 * time.Second
+	DefaultConnectTimeout  = 5 * time.Second
+	DefaultResponseTimeout = 10 * time.Second
 	// DefaultMaxResponseBytes is the API's own request limit: the contract
 	// counts any HTTP 200 with a JSON body whose status is "ok" as
 	// delivered, so a receiver that echoes the order back is answered
