@@ -399,3 +399,36 @@ func TestWebhookRetentionPrunesFinished(t *testing.T) {
 		t.Fatalf("gateway_webhook_pruned_total is not 1:\n%s", metrics)
 	}
 }
+
+// A failed delivery stays visible to the admin API (contract section 6)
+// while retention removes a delivered one finished at the same time.
+func TestWebhookFailedDeliveryOutlivesRetention(t *testing.T) {
+	const retention = time.Second
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--webhook-retention", retention.String(), "--webhook-retry-delays", "50ms"}})
+	m := n.CreateMerchant(t, 10000)
+	up := newReceiver(t)
+	down := newReceiver(t, fail500, fail500)
+	delivered := chargeWithCallback(m, t, up.URL())
+	failed := chargeWithCallback(m, t, down.URL()) // both attempts answered 500
+	state := func(orderID string) string {
+		if d := listDeliveries(t, n, m.ID, orderID); len(d) > 0 {
+			return d[0]["state"].(string)
+		}
+		return "pruned"
+	}
+	for deadline := time.Now().Add(10 * time.Second); state(failed) != "failed"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never failed: %s", state(failed))
+		}
+	}
+	// The delivered one goes once its retention has passed: the pass runs.
+	for deadline := time.Now().Add(10 * time.Second); state(delivered) != "pruned"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered notification never pruned: %s", state(delivered))
+		}
+	}
+	time.Sleep(2 * retention) // more passes, past the failed one's retention too
+	if s := state(failed); s != "failed" {
+		t.Fatalf("failed delivery after %v of retention passes: %s, want failed", 2*retention, s)
+	}
+}
