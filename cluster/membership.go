@@ -25,6 +25,10 @@ var ErrInvalidMember = errors.New("cluster: node_id, raft_addr and http_addr are
 // ErrUnknownMember is a remove of a node that is not a member.
 var ErrUnknownMember = errors.New("cluster: no such member")
 
+// ErrLastVoter is a remove of the only voter: raft refuses it, and the
+// cluster would have no one left to decide anything.
+var ErrLastVoter = errors.New("cluster: the only voter cannot be removed")
+
 // membershipTimeout bounds one configuration change.
 const membershipTimeout = 10 * time.Second
 
@@ -76,9 +80,15 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	if err := cf.Error(); err != nil {
 		return leaderErr(err)
 	}
-	known := false
+	known, otherVoters := false, 0
 	for _, s := range cf.Configuration().Servers {
 		known = known || s.ID == raft.ServerID(id)
+		if s.Suffrage == raft.Voter && s.ID != raft.ServerID(id) {
+			otherVoters++
+		}
+	}
+	if known && otherVoters == 0 {
+		return ErrLastVoter
 	}
 	rec, err := n.FSM.store.Member(id)
 	if err != nil {
@@ -96,6 +106,13 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	}
 	if known {
 		if err := n.Raft.RemoveServer(raft.ServerID(id), 0, membershipTimeout).Error(); err != nil {
+			if self && rec != nil {
+				// Still a member: put its record back, or followers could
+				// not route to it (best effort; a new term rewrites it).
+				if rerr := n.record(ctx, *rec); rerr != nil {
+					n.cfg.Logger.Warn("restore member record after a failed remove", "node_id", id, "error", rerr)
+				}
+			}
 			return leaderErr(err)
 		}
 		n.cfg.Logger.Info("member removed", "node_id", id)

@@ -298,11 +298,11 @@ func (n *Node) LeaderID() (id, addr string) {
 	return string(i), string(a)
 }
 
-// Ready reports whether the node has a leader and has applied its log up to
-// the commit index it knows.
+// Ready reports whether the node can serve: it knows a leader it can reach
+// (itself, or one whose HTTP address is recorded, to forward to) and has
+// applied its log up to the commit index it knows.
 func (n *Node) Ready() bool {
-	_, id := n.Raft.LeaderWithID()
-	if id == "" {
+	if r := n.Route(); !r.Self && r.LeaderHTTP == "" {
 		return false
 	}
 	return n.FSM.AppliedIndex() >= n.Raft.CommitIndex() || n.Raft.AppliedIndex() >= n.Raft.CommitIndex()

@@ -2,7 +2,9 @@ package server
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/valyala/fasthttp"
@@ -71,13 +73,26 @@ type createMerchantRequest struct {
 func (s *Server) createMerchant(ctx *fasthttp.RequestCtx) {
 	var req createMerchantRequest
 	if body := ctx.PostBody(); len(body) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(ctx, apierr.New(apierr.BadBody, "body", "body must be a JSON object with name and rate_limit_rps"))
+		// Unknown members are refused, as by the cluster operations: a
+		// misspelt "rate_limit" would otherwise make a merchant at the
+		// default limit without a word.
+		if err := json.Unmarshal(body, &req, json.RejectUnknownMembers(true)); err != nil {
+			writeError(ctx, apierr.New(apierr.BadBody, "body", "body must be a JSON object with name and rate_limit_rps, and nothing else"))
 			return
 		}
 	}
-	if req.RateLimitRPS < 0 || len(req.Name) > 255 {
-		writeError(ctx, apierr.New(apierr.Invalid, "rate_limit_rps", "rate_limit_rps should be a positive integer and name at most 255 characters"))
+	var verr *apierr.Error
+	if req.RateLimitRPS < 0 || req.RateLimitRPS > MaxRateLimitRPS {
+		verr = apierr.New(apierr.Invalid, "rate_limit_rps", fmt.Sprintf("rate_limit_rps should be from 1 to %d (0 or absent: %d)", MaxRateLimitRPS, DefaultRateLimitRPS))
+	}
+	if utf8.RuneCountInString(req.Name) > 255 {
+		if verr == nil {
+			verr = &apierr.Error{Code: apierr.Invalid}
+		}
+		verr.Add("name", "name should have at most 255 characters")
+	}
+	if verr != nil {
+		writeError(ctx, verr)
 		return
 	}
 	rec, creds, err := NewMerchantRecord(s.cfg.Vault, "", req.Name, req.RateLimitRPS, s.cfg.Now())

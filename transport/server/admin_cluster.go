@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -174,10 +175,55 @@ func (s *Server) clusterJoin(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, verr)
 		return
 	}
+	// A voter that cannot be reached counts against the quorum from the
+	// moment it is added: a mistyped address would stop a single node at
+	// once. The joining node's raft transport listens before it asks.
+	if err := probeRaft(req.RaftAddr); err != nil {
+		writeError(ctx, apierr.New(apierr.Invalid, "raft_addr", "raft_addr does not answer ("+err.Error()+"): start the node before it joins"))
+		return
+	}
 	cctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	err := s.cfg.Cluster.Join(cctx, persistence.Member{NodeID: req.NodeID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
 	s.membershipAnswer(ctx, "cluster join", err)
+}
+
+// probeRaftTimeout bounds the check that a raft address answers.
+const probeRaftTimeout = 2 * time.Second
+
+// probeRaft checks that something accepts connections on a raft address.
+var probeRaft = func(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, probeRaftTimeout)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// quorumAfterRemove refuses a remove after which the voters that answer
+// would be fewer than the new configuration's quorum: with one of three
+// down, removing a healthy one stops the cluster until the other returns.
+func (s *Server) quorumAfterRemove(id string) *apierr.Error {
+	members, err := s.cfg.Cluster.Members()
+	if err != nil {
+		return nil // the remove itself will say what is wrong
+	}
+	voters, answering, self := 0, 0, s.cfg.Cluster.SelfMember().NodeID
+	for _, m := range members {
+		if !m.InRaft || !m.Voter || m.ID == id {
+			continue
+		}
+		voters++
+		if m.ID == self || probeRaft(m.RaftAddr) == nil {
+			answering++
+		}
+	}
+	if voters > 0 && answering < voters/2+1 {
+		return apierr.New(apierr.IllegalStatus, "node_id", fmt.Sprintf(
+			"removing %s would leave %d voters of which %d answer, fewer than the %d a quorum needs: bring the others back first",
+			id, voters, answering, voters/2+1))
+	}
+	return nil
 }
 
 type removeRequest struct {
@@ -196,6 +242,10 @@ func (s *Server) clusterRemove(ctx *fasthttp.RequestCtx) {
 	}
 	if req.NodeID == "" {
 		writeError(ctx, apierr.New(apierr.Invalid, "node_id", "node_id is required"))
+		return
+	}
+	if e := s.quorumAfterRemove(req.NodeID); e != nil {
+		writeError(ctx, e)
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
@@ -226,6 +276,9 @@ func (s *Server) membershipAnswer(ctx *fasthttp.RequestCtx, op string, err error
 		return
 	case errors.Is(err, cluster.ErrUnknownMember):
 		writeError(ctx, apierr.New(apierr.NotFound, "node_id", "no member with that node_id"))
+		return
+	case errors.Is(err, cluster.ErrLastVoter):
+		writeError(ctx, apierr.New(apierr.IllegalStatus, "node_id", "the only voter cannot be removed"))
 		return
 	case err != nil:
 		writeError(ctx, s.errorFor(op, err))

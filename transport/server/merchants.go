@@ -17,6 +17,10 @@ import (
 // DefaultRateLimitRPS applies to merchants created without rate_limit_rps.
 const DefaultRateLimitRPS = 100
 
+// MaxRateLimitRPS bounds rate_limit_rps: far above what a node serves, and
+// low enough that the burst (twice the rate) cannot overflow.
+const MaxRateLimitRPS = 1_000_000_000
+
 // Merchant is a merchant as the front end needs it: secrets opened, and
 // its rate limiter.
 type Merchant struct {
@@ -64,6 +68,7 @@ func (m *Merchants) Put(rec *persistence.Merchant) error {
 	if rps <= 0 {
 		rps = DefaultRateLimitRPS
 	}
+	rps = min(rps, MaxRateLimitRPS) // a record from before the bound
 	mer := &Merchant{
 		ID: rec.ID, Name: rec.Name, APIPublicKey: rec.APIPublicKey, APISecret: string(api),
 		WebhookPublicKey: rec.WebhookPublicKey, WebhookSecret: string(hook), RateLimitRPS: rps,
