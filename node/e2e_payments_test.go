@@ -330,6 +330,18 @@ func TestValidationAndErrors(t *testing.T) {
 	})
 }
 
+// authorizedCharge charges amount with a new order id (prefix) and waits
+// for its authorisation, to be settled within a day.
+func authorizedCharge(t *testing.T, m *nodetest.Merchant, prefix string, amount int64) string {
+	t.Helper()
+	id := newOrderID(prefix)
+	if r := m.Post(t, "charge", chargeBody(id, "4111111111111111", amount, 24)); r.Status != 200 {
+		t.Fatalf("charge: %s", r.Body)
+	}
+	m.WaitStatus(t, id, "authorized", 5*time.Second)
+	return id
+}
+
 func TestIdempotencyAndIsolation(t *testing.T) {
 	n := nodetest.Start(t, nodetest.Options{})
 	a := n.CreateMerchant(t, 10000)
@@ -395,9 +407,7 @@ func TestIdempotencyAndIsolation(t *testing.T) {
 	})
 
 	t.Run("an Idempotency-Key whose first answer was a refusal repeats the refusal", func(t *testing.T) {
-		id := newOrderID("idk-rej")
-		a.Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 24))
-		a.WaitStatus(t, id, "authorized", 5*time.Second)
+		id := authorizedCharge(t, a, "idk-rej", 1000)
 		refund := map[string]any{"order_id": id, "amount": 400}
 		expectError(t, a.Post(t, "refund", refund, "Idempotency-Key", "rk-1"), 409, "0.03", "status")
 		if r := a.Post(t, "settle", map[string]any{"order_id": id, "amount": 1000}); r.Status != 200 {
@@ -420,9 +430,7 @@ func TestIdempotencyAndIsolation(t *testing.T) {
 	t.Run("an Idempotency-Key used for a settle is not a refund's", func(t *testing.T) {
 		// Settle and refund bodies can be the same bytes; the operation is part
 		// of the request, so the refund is another request under the same key.
-		id := newOrderID("idk-op")
-		a.Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 24))
-		a.WaitStatus(t, id, "authorized", 5*time.Second)
+		id := authorizedCharge(t, a, "idk-op", 1000)
 		body := map[string]any{"order_id": id, "amount": 1000}
 		if r := a.Post(t, "settle", body, "Idempotency-Key", "op-key"); r.Status != 200 || r.Str("status") != "settled" {
 			t.Fatalf("settle: %s", r.Body)
