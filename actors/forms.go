@@ -279,7 +279,12 @@ func (a *orderActor) threeDSAnswer(m *ThreeDSAnswer) *Reply {
 		return &Reply{Order: cur} // answered already (a second click): the order as it stands
 	}
 	result := AuthResultNo
-	if m.Authenticated {
+	switch {
+	case m.Authenticated && cur.Pending.ChallengeExpiresAt != 0 && a.deps.Now().UnixNano() >= cur.Pending.ChallengeExpiresAt:
+		// Too late: the challenge ended unanswered, whatever the click
+		// says now (the scheduler's pass may not have run yet).
+		result = AuthResultTimeout
+	case m.Authenticated:
 		result = AuthResultYes
 	}
 	return a.answerChallenge(cur, result)

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,6 +118,25 @@ func TestThreeDSChallengeFailed(t *testing.T) {
 	}
 	if f.acq.Total() != 0 {
 		t.Fatal("the acquirer was asked after a failed authentication")
+	}
+}
+
+// A customer's "authenticated" that comes after the challenge ended, before
+// the scheduler's pass has closed it, is the timeout: declined 5.01, and the
+// acquirer is never asked.
+func TestThreeDSAnswerAfterTheChallengeEnded(t *testing.T) {
+	f := threeDSFixture(t)
+	var later atomic.Int64
+	f.deps.Now = func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
+	o := f.charge3DS(t, "late", acquirer.Card3DSEnrolled, false, false, nil).Order
+	later.Store(int64(2 * f.deps.ThreeDS.TTL)) // the challenge has ended; no scheduler runs
+	f.request(t, "late", &ThreeDSAnswer{ChallengeID: o.Pending.Challenge, Authenticated: true})
+	done := f.waitStatus(t, "m1", "late", order.StatusDeclined)
+	if done.Decline.Code != acquirer.Code3DSFailed || done.ThreeDS.AuthenticationResult != AuthResultTimeout {
+		t.Fatalf("late answer: %+v %+v", done.Decline, done.ThreeDS)
+	}
+	if f.acq.Total() != 0 {
+		t.Fatal("the acquirer was asked after the challenge ended")
 	}
 }
 

@@ -389,13 +389,16 @@ func (a *orderActor) applyAuthAnswer(m authAnswer) {
 		TxnID: m.txnID, ARN: r.ARN, Outcome: out,
 	}
 	if _, err := a.propose(cmd); err != nil {
-		// Still pending in the log: the next leader (or this node after a
-		// restart) resumes it with the same reference.
+		// Still pending in the log: the scheduler's next resume pass (or a
+		// new leader) takes it on again with the same reference.
 		a.deps.Logger.Warn("outcome not committed; left pending", "order_id", a.key.OrderID, "error", err)
 	}
 }
 
 func (a *orderActor) resume() {
+	if a.awaiting > 0 {
+		return // the acquirer's answer is on its way to this actor
+	}
 	cur, err := a.deps.Store.GetOrder(a.key.Merchant, a.key.OrderID)
 	if err != nil || cur == nil || !cur.Pending.Due() {
 		return // nothing pending, or waiting for the customer's 3-D Secure answer

@@ -484,3 +484,43 @@ func TestSchedulerWorksThroughTheBacklog(t *testing.T) {
 		t.Fatalf("gateway_auto_settlements_total went up by %d, want %d", n, orders)
 	}
 }
+
+// outcomeFails fails the first acquirer outcome proposed to it, as a
+// commit lost to a full queue or a storage error would, and passes the rest.
+type outcomeFails struct {
+	next   Proposer
+	failed atomic.Bool
+}
+
+func (p *outcomeFails) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+	if cmd.Order != nil && cmd.Order.Kind == order.KindAuthOutcome && p.failed.CompareAndSwap(false, true) {
+		return persistence.Result{}, errors.New("not committed")
+	}
+	return p.next.Propose(ctx, cmd)
+}
+
+// An authorisation whose outcome failed to commit is taken on again by the
+// scheduler while the same node leads: it does not stay processing until a
+// leader change. The acquirer is asked with the same reference.
+func TestSchedulerResumesAnOutcomeThatFailedToCommit(t *testing.T) {
+	f := newFixture(t)
+	fails := &outcomeFails{next: f.proposer}
+	f.deps.Proposer = fails
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	s := &Scheduler{Store: f.store, Registry: f.reg, Logger: f.deps.Logger, Now: time.Now, Poll: time.Second,
+		ResumePoll: 20 * time.Millisecond, Proposer: fails}
+	go func() { defer close(done); s.Run(ctx) }()
+	r := f.create(t, "m1", "stuck", "h-stuck", 24)
+	if r.Err != nil || r.Reject != nil {
+		t.Fatalf("charge: %+v", r)
+	}
+	o := f.waitStatus(t, "m1", "stuck", order.StatusAuthorized)
+	if !fails.failed.Load() {
+		t.Fatal("the first outcome was not the failed one")
+	}
+	if n := f.acq.Authorizations(o.Txns[0].ID); n != 1 {
+		t.Fatalf("%d authorisations for the reference", n)
+	}
+}

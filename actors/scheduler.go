@@ -53,6 +53,10 @@ type Scheduler struct {
 	NotifyRetention time.Duration
 	// RetentionPoll is how often the retention passes run (0: a minute).
 	RetentionPoll time.Duration
+	// ResumePoll is how often pending authorisations are taken on again
+	// (0: 30 s): one whose outcome failed to commit while this node went
+	// on leading would otherwise wait for the next leader.
+	ResumePoll time.Duration
 }
 
 // scheduleWorkers bounds the settlements (or expiries) under way at once:
@@ -61,22 +65,19 @@ type Scheduler struct {
 // goroutine for every entry of it at once.
 const scheduleWorkers = 32
 
-// Run resumes pending authorisations once, then polls for due settlements
-// and expiries until ctx ends. Each poll works through everything due at
-// its start, a page at a time, so the schedule keeps up with any rate of
+// Run resumes pending authorisations, and again every ResumePoll, and
+// polls for due settlements and expiries until ctx ends. Each poll works
+// through everything due at its start, a page at a time, so the schedule keeps up with any rate of
 // payments; an entry whose order did not change (a proposal that failed)
 // is left for the next poll. Duplicate messages are harmless: the actor
 // re-checks the order before proposing.
 func (s *Scheduler) Run(ctx context.Context) {
-	pending, err := s.Store.PendingAuths()
-	if err != nil {
-		s.Logger.Error("list pending authorisations", "error", err)
+	if n := s.resumePending(); n > 0 {
+		s.Logger.Info("resumed pending authorisations", "count", n)
 	}
-	for _, ref := range pending {
-		s.Registry.Send(Key{ref.Merchant, ref.OrderID}, ResumeAuth{})
-	}
-	if len(pending) > 0 {
-		s.Logger.Info("resumed pending authorisations", "count", len(pending))
+	resumePoll := s.ResumePoll
+	if resumePoll <= 0 {
+		resumePoll = 30 * time.Second
 	}
 	expiryPoll := s.ExpiryPoll
 	if expiryPoll <= 0 {
@@ -89,11 +90,28 @@ func (s *Scheduler) Run(ctx context.Context) {
 		retentionPoll = time.Minute
 	}
 	wg.Go(func() { s.every(ctx, retentionPoll, s.pruneIdempotency) })
+	wg.Go(func() { s.every(ctx, resumePoll, func(context.Context) { s.resumePending() }) })
 	if s.NotifyRetention > 0 {
 		wg.Go(func() { s.every(ctx, retentionPoll, s.pruneNotifications) })
 	}
 	s.every(ctx, s.Poll, s.settleDue)
 	wg.Wait()
+}
+
+// resumePending asks the actor of every pending authorisation to take it
+// on, and returns how many there were. An actor whose acquirer answer is
+// still on its way, or whose order waits for the customer's 3-D Secure
+// answer, does nothing; the others call the acquirer again with the same
+// reference, which binds it to its first answer.
+func (s *Scheduler) resumePending() int {
+	pending, err := s.Store.PendingAuths()
+	if err != nil {
+		s.Logger.Error("list pending authorisations", "error", err)
+	}
+	for _, ref := range pending {
+		s.Registry.Send(Key{ref.Merchant, ref.OrderID}, ResumeAuth{})
+	}
+	return len(pending)
 }
 
 // every runs pass each period until ctx ends; a pass longer than the

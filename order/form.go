@@ -185,6 +185,11 @@ func applyThreeDSResult(cur *Order, cmd *Command) (*Order, Outcome) {
 		// Answered already (a second click, a timeout racing the click).
 		return illegal(cur, "3-D Secure result")
 	}
+	if exp := cur.Pending.ChallengeExpiresAt; r.Authenticated && exp != 0 && cmd.Time >= exp {
+		// The challenge had ended when the answer was decided: only its
+		// timeout (not authenticated) can close it now.
+		return illegal(cur, "3-D Secure result")
+	}
 	next := touch(cur, cmd)
 	shown := *r.Result
 	next.ThreeDS = &shown
