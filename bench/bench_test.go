@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -73,6 +74,27 @@ func baseConfig(g *fakeGateway, m *fakeMerchant, workload string) Config {
 		WebhookKey: m.WebhookPK, WebhookSecret: m.WebhookSK,
 		Workload: workload, Concurrency: 2, Duration: time.Second, Orders: 20,
 		Timeout: 2 * time.Second, WebhookWait: 5 * time.Second,
+	}
+}
+
+// lifecycle counts a step whose 200 answer does not show the order where
+// the step leaves it as a failure, not a success.
+func TestLifecycleChecksWhatEachStepDid(t *testing.T) {
+	g, m := startFake(t)
+	g.ignoreRefunds.Store(true)
+	rep, err := Run(context.Background(), baseConfig(g, m, WorkloadLifecycle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Ops["lifecycle"]; o.Count != 0 {
+		t.Fatalf("%d lifecycles counted as done with refunds that did nothing", o.Count)
+	}
+	kinds := fmt.Sprint(rep.Errors.Other)
+	if rep.Ops["lifecycle.refund"].Errors == 0 || !strings.Contains(kinds, "unexpected_order_settled_settled_1020_refunded_0") {
+		t.Fatalf("refund errors %d, kinds %s", rep.Ops["lifecycle.refund"].Errors, kinds)
+	}
+	if o := rep.Ops["lifecycle.settle"]; o.Count == 0 || o.Errors != 0 {
+		t.Fatalf("settle: %+v", o)
 	}
 }
 

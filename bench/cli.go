@@ -315,6 +315,9 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep, err := runOnce(ctx, ra, cfg, stderr, startProfile)
 		if err != nil {
 			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+			if ctx.Err() != nil {
+				return ExitInterrupted // Ctrl-C before the window (spawning, filling the pool)
+			}
 			return ExitNotStarted
 		}
 		rep.WriteSummary(stdout)

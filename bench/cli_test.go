@@ -180,6 +180,20 @@ func TestMainRunNotStarted(t *testing.T) {
 	}
 }
 
+// Ctrl-C before the window (here while the order pool fills) is an
+// interruption, 130, not a run that could not start.
+func TestMainRunInterruptedBeforeTheWindow(t *testing.T) {
+	g, m := startFake(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"run", "--target", g.url, "--merchant-key", m.APIPK, "--merchant-secret", m.APISK,
+		"--workload", "status", "--orders", "1000000", "--duration", "1s", "--timeout", "2s"}, &stdout, &stderr)
+	if code != ExitInterrupted {
+		t.Errorf("exit %d, want %d: %s", code, ExitInterrupted, stderr.String())
+	}
+}
+
 func writeReports(t *testing.T, reps ...Report) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "r.json")

@@ -69,6 +69,9 @@ type answer struct {
 	kind        string // transport failure kind (timeout, connection, ...); "" when an HTTP answer arrived
 	code        string // error.code of a non-200 answer (see errorCode)
 	orderStatus string // the order's status in a 200 answer, when asked for
+	// settled and refunded are the order's amounts in a 200 answer, when
+	// its status was asked for.
+	settled, refunded int64
 }
 
 func (a answer) ok() bool { return a.status == fasthttp.StatusOK }
@@ -111,7 +114,7 @@ func (c *client) do(req *fasthttp.Request, resp *fasthttp.Response, wantStatus b
 	case !a.ok():
 		a.code = errorCode(resp.Body())
 	case wantStatus:
-		a.orderStatus = orderStatus(resp.Body())
+		a.orderStatus, a.settled, a.refunded = orderState(resp.Body())
 	}
 	return a
 }
@@ -156,15 +159,18 @@ func errorCode(body []byte) string {
 	return e.Error.Code
 }
 
-// orderStatus reads the status field of an order object.
-func orderStatus(body []byte) string {
+// orderState reads the status and the settled and refunded amounts of an
+// order object ("" for the status of a body it cannot read).
+func orderState(body []byte) (status string, settled, refunded int64) {
 	var o struct {
-		Status string `json:"status"`
+		Status   string `json:"status"`
+		Settled  int64  `json:"settled_amount"`
+		Refunded int64  `json:"refunded_amount"`
 	}
 	if err := json.Unmarshal(body, &o); err != nil {
-		return ""
+		return "", 0, 0
 	}
-	return o.Status
+	return o.Status, o.Settled, o.Refunded
 }
 
 // Request bodies. They are built by appending fixed pieces, not by

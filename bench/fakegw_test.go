@@ -46,6 +46,9 @@ type fakeGateway struct {
 	stallFrom  atomic.Int64 // unix nanos: requests arriving in [stallFrom, stallUntil) wait until stallUntil
 	stallUntil atomic.Int64
 	hooks      sync.WaitGroup
+	// ignoreRefunds answers a refund 200 with the order unchanged, as a
+	// gateway that lost it would.
+	ignoreRefunds atomic.Bool
 }
 
 type fakeMerchant struct {
@@ -202,6 +205,7 @@ func (g *fakeGateway) api(ctx *fasthttp.RequestCtx, op string) {
 	case op == "status":
 	case op == "settle" && o.Status == "authorized" && req.Amount > 0 && req.Amount <= o.Amount:
 		o.Status, o.Settled, o.LastTxOp = "settled", req.Amount, "settle"
+	case op == "refund" && g.ignoreRefunds.Load():
 	case op == "refund" && o.Status == "settled" && req.Amount > 0 && req.Amount <= o.Settled-o.Refunded:
 		o.Refunded += req.Amount
 		o.LastTxOp = "refund"

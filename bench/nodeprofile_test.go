@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -247,5 +248,33 @@ func TestNoNodeProfilesWithoutDirOrPprof(t *testing.T) {
 	}
 	if got := startNodeProfiles(context.Background(), []NodeProcess{{Name: "n", PID: 1}}, t.TempDir(), time.Second, func() int64 { return 0 })(); got != nil {
 		t.Fatalf("profiles without a pprof address: %+v", got)
+	}
+}
+
+// A run ended by --requests is measured over the load, not over the node
+// profiles it waits for, which span the whole --duration.
+func TestRequestsWindowIgnoresTheProfilesWait(t *testing.T) {
+	cpu, _ := cpuProfile().encoded(t)
+	allocs, _ := allocProfile().encoded(t)
+	pprof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secs, _ := strconv.Atoi(r.URL.Query().Get("seconds"))
+		time.Sleep(time.Duration(secs) * time.Second) // as a real profile does
+		if r.URL.Path == "/debug/pprof/profile" {
+			w.Write(cpu)
+		} else {
+			w.Write(allocs)
+		}
+	}))
+	defer pprof.Close()
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Duration, cfg.Requests, cfg.ProfileDir = 3*time.Second, 50, t.TempDir()
+	cfg.Nodes = []NodeProcess{{Name: "node1", PID: os.Getpid(), PprofAddr: strings.TrimPrefix(pprof.URL, "http://")}}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Ops[WorkloadCharge]; o.Count != 50 || rep.Duration >= 1.5 {
+		t.Fatalf("50 charges over a window of %.2f s (%d counted): the window must end with the load", rep.Duration, o.Count)
 	}
 }

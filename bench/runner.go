@@ -253,6 +253,10 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	} else {
 		early = r.closedLoop(iter)
 	}
+	// The window ends with the load, not after the samples and profiles
+	// below: a run cut short by --requests waits for its node profiles,
+	// which span the whole --duration.
+	loadEnd := time.Now()
 	stopTimeline()
 	select {
 	case start := <-cpuAtStart: // not read if the run ended during the warmup
@@ -273,7 +277,7 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	if !early && !interrupted {
 		return r.cfg.Duration, false
 	}
-	window := time.Since(r.measureStart)
+	window := loadEnd.Sub(r.measureStart)
 	return max(0, min(window, r.cfg.Duration)), interrupted
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -157,14 +158,18 @@ func (w *worker) lifecycle(intended time.Time, rec *shard) {
 	rec.ok(WorkloadLifecycle, time.Since(intended))
 }
 
-// lifecycleSteps follow the authorisation: settle all, refund half, read.
+// lifecycleSteps follow the authorisation: settle all, refund half, read;
+// each answer must show the order where the step leaves it.
 var lifecycleSteps = []struct {
 	op, path string
 	amount   int64
+	// what the answer must show
+	status            string
+	settled, refunded int64
 }{
-	{"lifecycle.settle", opSettle, chargeAmount},
-	{"lifecycle.refund", opRefund, refundAmount},
-	{"lifecycle.status", opStatus, 0},
+	{"lifecycle.settle", opSettle, chargeAmount, "settled", chargeAmount, 0},
+	{"lifecycle.refund", opRefund, refundAmount, "settled", chargeAmount, refundAmount},
+	{"lifecycle.status", opStatus, 0, "settled", chargeAmount, refundAmount},
 }
 
 func (w *worker) lifecycleSteps(intended time.Time, rec *shard) bool {
@@ -179,9 +184,14 @@ func (w *worker) lifecycleSteps(intended time.Time, rec *shard) bool {
 			w.buf = appendAmountBody(w.buf[:0], id, s.amount)
 		}
 		start := time.Now()
-		a := w.c.post(s.path, w.buf, false)
+		a := w.c.post(s.path, w.buf, true)
 		if !a.ok() {
 			rec.fail(s.op, a)
+			return false
+		}
+		if a.orderStatus != s.status || a.settled != s.settled || a.refunded != s.refunded {
+			// A 200 that did not do what was asked is no success.
+			rec.failKind(s.op, fmt.Sprintf("unexpected_order_%s_settled_%d_refunded_%d", a.orderStatus, a.settled, a.refunded))
 			return false
 		}
 		rec.ok(s.op, time.Since(start))
