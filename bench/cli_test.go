@@ -357,6 +357,30 @@ func TestCompareAgainstCeiling(t *testing.T) {
 	}
 }
 
+// With several runs on a side (--runs N), ceiling runs are still the
+// reference: the median of their healthz against the median of each
+// operation of B.
+func TestCompareRunsAgainstCeiling(t *testing.T) {
+	ceil := func(tp float64) Report {
+		return report("ceiling", map[string]OpReport{"healthz": {Count: 1, Throughput: tp, P50US: 25, P99US: 100}})
+	}
+	charge := func(tp float64) Report {
+		return report("charge", map[string]OpReport{"charge": {Count: 1, Throughput: tp, P50US: 100, P99US: 1000}})
+	}
+	for _, c := range []struct {
+		name string
+		a, b []Report
+	}{
+		{"one ceiling, three charges", []Report{ceil(40000)}, []Report{charge(9000), charge(10000), charge(12000)}},
+		{"three of each", []Report{ceil(30000), ceil(40000), ceil(50000)}, []Report{charge(9000), charge(10000), charge(12000)}},
+	} {
+		rows, note := Compare(c.a, c.b)
+		if len(rows) != 1 || rows[0].OpA != "healthz" || rows[0].OpB != "charge" || rows[0].Throughput != 0.25 || !strings.Contains(note, "ceiling") {
+			t.Errorf("%s: rows %+v note %q", c.name, rows, note)
+		}
+	}
+}
+
 // TestCompareSingleRunsByOpName: two single runs of different workloads pair
 // their operations by name (charge alone against charge inside mixed).
 func TestCompareSingleRunsByOpName(t *testing.T) {

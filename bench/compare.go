@@ -23,7 +23,7 @@ type Ratio struct {
 //   - when each side is a single run, by operation name alone, so that a
 //     workload's operations can be set against the same operations inside
 //     another (charge alone against charge within mixed);
-//   - when A is a single ceiling run and B is not, every operation of B is
+//   - when A holds only ceiling runs and B none, every operation of B is
 //     set against A's healthz: the ceiling is the reference of what the same
 //     client and server do with no work at all.
 //
@@ -53,6 +53,16 @@ func Compare(a, b []Report) (rows []Ratio, note string) {
 	}
 	runsA, _ := runsByOp(a)
 	runsB, order := runsByOp(b)
+	if ref, ok := runsA[[2]string{WorkloadCeiling, "healthz"}]; ok && len(runsA) == 1 && !hasWorkload(b, WorkloadCeiling) {
+		// Ceiling runs against runs of other workloads, as above, with
+		// the medians of each side's runs (run --runs N).
+		refOp := medianOp(ref)
+		for _, k := range order {
+			rows = append(rows, ratio(k[0], "healthz", k[1], refOp, medianOp(runsB[k])))
+		}
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Workload < rows[j].Workload })
+		return rows, "A is ceiling runs: every operation of B is set against their healthz (medians of the runs on each side)"
+	}
 	several := false
 	for _, k := range order {
 		as, ok := runsA[k]
@@ -68,6 +78,16 @@ func Compare(a, b []Report) (rows []Ratio, note string) {
 		note = "several runs of a workload on a side: the medians of their figures are compared"
 	}
 	return rows, note
+}
+
+// hasWorkload reports whether one of rs ran workload w.
+func hasWorkload(rs []Report, w string) bool {
+	for _, r := range rs {
+		if r.Workload == w {
+			return true
+		}
+	}
+	return false
 }
 
 // runsByOp groups every run's figures by workload and operation, keys in
