@@ -280,7 +280,7 @@ func (a *orderActor) threeDSAnswer(m *ThreeDSAnswer) *Reply {
 	}
 	result := AuthResultNo
 	switch {
-	case m.Authenticated && cur.Pending.ChallengeExpiresAt != 0 && a.deps.Now().UnixNano() >= cur.Pending.ChallengeExpiresAt:
+	case m.Authenticated && cur.ChallengeEnded(a.deps.Now().UnixNano()):
 		// Too late: the challenge ended unanswered, whatever the click
 		// says now (the scheduler's pass may not have run yet).
 		result = AuthResultTimeout

@@ -97,6 +97,13 @@ func (o *Order) ExpiresAt() int64 {
 	return 0
 }
 
+// ChallengeEnded reports whether the order's open 3-D Secure challenge had
+// ended at t (Unix ns): an answer decided then can only be its timeout.
+func (o *Order) ChallengeEnded(t int64) bool {
+	end := o.ExpiresAt()
+	return o.Status == StatusProcessing && end != 0 && t >= end
+}
+
 // Final reports whether the status is the end of a payment attempt: the
 // form and the issuer page stop following the order there.
 func (s Status) Final() bool {
@@ -185,7 +192,7 @@ func applyThreeDSResult(cur *Order, cmd *Command) (*Order, Outcome) {
 		// Answered already (a second click, a timeout racing the click).
 		return illegal(cur, "3-D Secure result")
 	}
-	if exp := cur.Pending.ChallengeExpiresAt; r.Authenticated && exp != 0 && cmd.Time >= exp {
+	if r.Authenticated && cur.ChallengeEnded(cmd.Time) {
 		// The challenge had ended when the answer was decided: only its
 		// timeout (not authenticated) can close it now.
 		return illegal(cur, "3-D Secure result")

@@ -192,7 +192,7 @@ func (s *Server) clusterJoin(ctx *fasthttp.RequestCtx) {
 const probeRaftTimeout = 2 * time.Second
 
 // probeRaft checks that something accepts connections on a raft address.
-var probeRaft = func(addr string) error {
+func probeRaft(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, probeRaftTimeout)
 	if err != nil {
 		return err
