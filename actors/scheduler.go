@@ -68,9 +68,9 @@ const scheduleWorkers = 32
 // Run resumes pending authorisations, and again every ResumePoll, and
 // polls for due settlements and expiries until ctx ends. Each poll works
 // through everything due at its start, a page at a time, so the schedule
-// keeps up with any rate of payments; an entry whose order did not change (a proposal that failed)
-// is left for the next poll. Duplicate messages are harmless: the actor
-// re-checks the order before proposing.
+// keeps up with any rate of payments; an entry whose order did not change
+// (a proposal that failed) is left for the next poll. Duplicate messages
+// are harmless: the actor re-checks the order before proposing.
 func (s *Scheduler) Run(ctx context.Context) {
 	if n := s.resumePending(); n > 0 {
 		s.Logger.Info("resumed pending authorisations", "count", n)
