@@ -3,14 +3,20 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/paygate/gateway/node/nodetest"
+	"github.com/paygate/gateway/transport/signature"
 )
 
 // Every acknowledged change survives SIGTERM (exit 0) and SIGKILL.
@@ -192,6 +198,11 @@ func TestNoCardNumberAtRest(t *testing.T) {
 	bad := chargeBody(newOrderID("pan-bad"), "4111111111111111", 100, 24)
 	bad["currency"] = "XXXX"
 	m.Post(t, "charge", bad)
+	// Nor does a request fasthttp cannot parse: a signature wrapped at 76
+	// columns (base64 without -w0) puts a line without a colon in the
+	// header; fasthttp's error used to quote the request, body included.
+	wrapped := chargeBody(newOrderID("pan-wrapped"), "4111111111111111", 100, 24)
+	postWithWrappedSignature(t, n, m, wrapped)
 	time.Sleep(200 * time.Millisecond)
 	if err := n.Stop(20 * time.Second); err != nil {
 		t.Fatal(err)
@@ -227,6 +238,37 @@ func TestNoCardNumberAtRest(t *testing.T) {
 		if bytes.Contains([]byte(logs), []byte(c)) {
 			t.Errorf("card number %s in the node's log output", c)
 		}
+	}
+	if strings.Contains(logs, "card_cvv") {
+		t.Error("a request body's card_cvv in the node's log output")
+	}
+	if !strings.Contains(logs, "http transport") {
+		t.Error("fasthttp's error for the wrapped signature did not reach the node's log")
+	}
+}
+
+// postWithWrappedSignature sends a signed charge over a raw connection with
+// its signature header folded over three lines, and checks the node refuses
+// it as unreadable (400).
+func postWithWrappedSignature(t *testing.T, n *nodetest.Node, m *nodetest.Merchant, body map[string]any) {
+	t.Helper()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := signature.Sign(m.PublicKey, m.SecretKey, raw)
+	folded := sig[:76] + "\n" + sig[76:152] + "\n" + sig[152:]
+	conn, err := net.DialTimeout("tcp", n.HTTPAddr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v3/charge HTTP/1.1\r\nHost: %s\r\nmerchant: %s\r\nsignature: %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", n.HTTPAddr, m.PublicKey, folded, len(raw), raw)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	answer, _ := io.ReadAll(conn)
+	if !bytes.HasPrefix(answer, []byte("HTTP/1.1 400")) {
+		t.Fatalf("a folded signature header: got %q, want 400", answer)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 	"log/slog"
 	"net"
@@ -109,8 +110,22 @@ func New(cfg Config) *Server {
 		ErrorHandler:       s.transportError,
 		NoDefaultDate:      false,
 		CloseOnShutdown:    true,
+		// fasthttp quotes up to 400 bytes of a request it cannot parse in
+		// its error: the body of a charge, card number and CVV included.
+		SecureErrorLogMessage: true,
+		Logger:                transportLogger{cfg.Logger},
 	}
 	return s
+}
+
+// transportLogger sends fasthttp's own messages (a connection it could not
+// serve) to the node's log, at its level and in its format.
+type transportLogger struct{ logger *slog.Logger }
+
+func (l transportLogger) Printf(format string, args ...any) {
+	if l.logger != nil {
+		l.logger.Warn("http transport", "error", fmt.Sprintf(format, args...))
+	}
 }
 
 // Serve accepts connections on ln until Shutdown.
