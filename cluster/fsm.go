@@ -177,12 +177,20 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // Restores is how many snapshots this FSM restored since it was made.
 func (f *FSM) Restores() uint64 { return f.restores.Load() }
 
-// recoverInterruptedRestore finishes a restore that a crash cut off: raft
-// does not restore on start (NoSnapshotRestoreOnStart), so without this the
-// partial store would be taken as applied up to the snapshot's index.
-func (f *FSM) recoverInterruptedRestore(snaps raft.SnapshotStore) error {
+// recoverStore makes the store whole before raft starts. raft does not
+// restore on start (NoSnapshotRestoreOnStart): it takes the FSM as applied up
+// to its latest snapshot and replays only the entries after it. So a store
+// that holds less than that snapshot must be restored from it first:
+//   - a restore that a crash cut off left the store partial;
+//   - a store folder that was lost or replaced (an operator wiped a corrupt
+//     store) holds nothing of what the log has since compacted.
+//
+// The store is compared with the applied index recorded in the snapshot,
+// not with the snapshot's raft index: entries that never reach the FSM
+// (raft's no-ops and barriers) may come after the last one it applied.
+func (f *FSM) recoverStore(snaps raft.SnapshotStore) error {
 	partial, err := f.store.RestoreIncomplete()
-	if err != nil || !partial {
+	if err != nil {
 		return err
 	}
 	list, err := snaps.List()
@@ -190,14 +198,43 @@ func (f *FSM) recoverInterruptedRestore(snaps raft.SnapshotStore) error {
 		return err
 	}
 	if len(list) == 0 {
-		return fmt.Errorf("cluster: the store was cut off mid-restore and raft holds no snapshot to restore it from")
+		if partial {
+			return fmt.Errorf("cluster: the store was cut off mid-restore and raft holds no snapshot to restore it from")
+		}
+		return nil
 	}
-	f.logger.Warn("store restore was interrupted; restoring the latest snapshot again", "snapshot", list[0].ID)
-	_, rc, err := snaps.Open(list[0].ID)
+	latest := list[0]
+	applied := f.applied.Load()
+	if partial {
+		f.logger.Warn("store restore was interrupted; restoring the latest snapshot again", "snapshot", latest.ID)
+	} else {
+		holds, err := snapshotApplied(snaps, latest.ID)
+		if err != nil || applied >= holds {
+			return err
+		}
+		f.logger.Warn("the store holds less than raft's latest snapshot (a lost or replaced store folder); restoring the snapshot",
+			"applied_index", applied, "snapshot", latest.ID, "snapshot_applied_index", holds)
+	}
+	_, rc, err := snaps.Open(latest.ID)
 	if err != nil {
-		return fmt.Errorf("open snapshot %s: %w", list[0].ID, err)
+		return fmt.Errorf("open snapshot %s: %w", latest.ID, err)
 	}
 	return f.Restore(rc)
+}
+
+// snapshotApplied is the last index the FSM had applied when the snapshot
+// was taken.
+func snapshotApplied(snaps raft.SnapshotStore, id string) (uint64, error) {
+	_, rc, err := snaps.Open(id)
+	if err != nil {
+		return 0, fmt.Errorf("open snapshot %s: %w", id, err)
+	}
+	defer rc.Close()
+	idx, err := persistence.SnapshotAppliedIndex(rc)
+	if err != nil {
+		return 0, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	return idx, nil
 }
 
 type fsmSnapshot struct {

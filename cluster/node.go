@@ -169,9 +169,10 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 		wal.Close()
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
-	// A restore cut off by a crash left the store partial: finish it from
-	// the snapshot raft kept before raft starts replaying the log on top.
-	if err := fsm.recoverInterruptedRestore(snaps); err != nil {
+	// A store that a crash left mid-restore, or that lost what the log has
+	// since compacted, is restored from raft's snapshot before raft starts
+	// replaying the log on top.
+	if err := fsm.recoverStore(snaps); err != nil {
 		wal.Close()
 		return nil, err
 	}

@@ -272,6 +272,69 @@ func postWithWrappedSignature(t *testing.T, n *nodetest.Node, m *nodetest.Mercha
 	}
 }
 
+// A node whose store folder was lost or wiped (an operator removed a corrupt
+// store), while its raft folder survives with a snapshot and a log compacted
+// behind it, restores the snapshot before raft replays the rest of the log.
+// It used to start from an empty store, ready, knowing no merchant.
+func TestLostStoreIsRestoredFromTheSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	n := nodetest.Start(t, nodetest.Options{DataDir: dir, KeyFile: nodetest.NewKeyFile(t),
+		Args: []string{"--raft-snapshot-threshold", "16", "--raft-snapshot-interval", "100ms"}})
+	m := n.CreateMerchant(t, 100000)
+	var ids []string
+	for range 40 {
+		id := newOrderID("lost")
+		if r := m.Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 0)); r.Status != 200 {
+			t.Fatalf("charge: %d %s", r.Status, r.Body)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		m.WaitStatus(t, id, "settled", 5*time.Second)
+	}
+	// Wait for a snapshot, and for the log compacted behind it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if snaps, _ := filepath.Glob(filepath.Join(dir, "raft", "snapshots", "*", "meta.json")); len(snaps) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no raft snapshot was taken")
+		}
+	}
+	time.Sleep(time.Second)
+	if err := n.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "state")); err != nil {
+		t.Fatal(err)
+	}
+	n.Restart()
+	for _, id := range ids {
+		if st := m.Post(t, "status", map[string]any{"order_id": id}); st.Status != 200 || st.Str("status") != "settled" {
+			t.Fatalf("order %s after the store was lost: %d %s", id, st.Status, st.Body)
+		}
+	}
+	const said = "restoring the snapshot"
+	if strings.Count(n.Logs(), said) != 1 {
+		t.Errorf("the node said %q %d times, want once", said, strings.Count(n.Logs(), said))
+	}
+	// A repeated charge is found, not taken again.
+	r := m.Post(t, "charge", chargeBody(ids[0], "4111111111111111", 1000, 0))
+	if r.Status != 200 || r.Str("status") != "settled" {
+		t.Fatalf("repeated charge after the restore: %d %s", r.Status, r.Body)
+	}
+	// The restored store is whole: the next restart (whose log is captured
+	// anew) restores nothing.
+	if err := n.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	n.Restart()
+	m.WaitStatus(t, ids[len(ids)-1], "settled", 5*time.Second)
+	if strings.Contains(n.Logs(), said) {
+		t.Errorf("a restart of a whole store restored the snapshot again")
+	}
+}
+
 // With --raft-log-dir the raft log lives apart from the data dir (an
 // operator puts it on its own device): charges survive a SIGKILL there, and
 // the same data dir with a folder that holds no log refuses to start

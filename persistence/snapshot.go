@@ -107,24 +107,12 @@ func (s *Store) Restore(r io.Reader) error {
 	batch.Close()
 	batch = s.db.NewBatch()
 	for {
-		kl, err := binary.ReadUvarint(br)
+		k, v, err := readRecord(br)
 		if err != nil {
-			return fmt.Errorf("read snapshot: %w", err)
+			return err
 		}
-		if kl == 0 {
+		if k == nil {
 			break
-		}
-		k, err := readN(br, kl)
-		if err != nil {
-			return err
-		}
-		vl, err := binary.ReadUvarint(br)
-		if err != nil {
-			return fmt.Errorf("read snapshot: %w", err)
-		}
-		v, err := readN(br, vl)
-		if err != nil {
-			return err
 		}
 		if err := batch.Set(k, v, nil); err != nil {
 			return err
@@ -145,6 +133,50 @@ func (s *Store) Restore(r io.Reader) error {
 	}
 	s.loadKnownOrders()
 	return s.pending.load(s)
+}
+
+// SnapshotAppliedIndex reads the last applied raft index a snapshot stream
+// holds (0 if none), without restoring it: the store's meta keys sort first,
+// so only the first few records are read.
+func SnapshotAppliedIndex(r io.Reader) (uint64, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		k, v, err := readRecord(br)
+		if err != nil || k == nil {
+			return 0, err
+		}
+		switch c := bytes.Compare(k, keyApplied); {
+		case c == 0 && len(v) != 8:
+			return 0, fmt.Errorf("read snapshot: an applied index of %d bytes", len(v))
+		case c == 0:
+			return binary.BigEndian.Uint64(v), nil
+		case c > 0:
+			return 0, nil
+		}
+	}
+}
+
+// readRecord reads one key and value of a snapshot stream; a nil key is the
+// stream's end.
+func readRecord(br *bufio.Reader) (k, v []byte, err error) {
+	kl, err := binary.ReadUvarint(br)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	if kl == 0 {
+		return nil, nil, nil
+	}
+	if k, err = readN(br, kl); err != nil {
+		return nil, nil, err
+	}
+	vl, err := binary.ReadUvarint(br)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	if v, err = readN(br, vl); err != nil {
+		return nil, nil, err
+	}
+	return k, v, nil
 }
 
 func readN(r io.Reader, n uint64) ([]byte, error) {
