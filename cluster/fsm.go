@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -188,7 +190,7 @@ func (f *FSM) Restores() uint64 { return f.restores.Load() }
 // The store is compared with the applied index recorded in the snapshot,
 // not with the snapshot's raft index: entries that never reach the FSM
 // (raft's no-ops and barriers) may come after the last one it applied.
-func (f *FSM) recoverStore(snaps raft.SnapshotStore) error {
+func (f *FSM) recoverStore(snaps raft.SnapshotStore, dir string) error {
 	partial, err := f.store.RestoreIncomplete()
 	if err != nil {
 		return err
@@ -208,7 +210,7 @@ func (f *FSM) recoverStore(snaps raft.SnapshotStore) error {
 	if partial {
 		f.logger.Warn("store restore was interrupted; restoring the latest snapshot again", "snapshot", latest.ID)
 	} else {
-		holds, err := snapshotApplied(snaps, latest.ID)
+		holds, err := snapshotApplied(snaps, dir, latest.ID)
 		if err != nil || applied >= holds {
 			return err
 		}
@@ -223,8 +225,18 @@ func (f *FSM) recoverStore(snaps raft.SnapshotStore) error {
 }
 
 // snapshotApplied is the last index the FSM had applied when the snapshot
-// was taken.
-func snapshotApplied(snaps raft.SnapshotStore, id string) (uint64, error) {
+// was taken. The index is among the stream's first records, but raft's Open
+// reads the whole file to check its CRC (raft already does so once at
+// start, and a large store's snapshot is over a gigabyte), so the state file
+// is read directly where raft's file store keeps it; Open is the fallback.
+func snapshotApplied(snaps raft.SnapshotStore, dir, id string) (uint64, error) {
+	if f, err := os.Open(filepath.Join(dir, "snapshots", id, "state.bin")); err == nil {
+		idx, err := persistence.SnapshotAppliedIndex(f)
+		f.Close()
+		if err == nil {
+			return idx, nil
+		}
+	}
 	_, rc, err := snaps.Open(id)
 	if err != nil {
 		return 0, fmt.Errorf("open snapshot %s: %w", id, err)

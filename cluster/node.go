@@ -172,7 +172,7 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	// A store that a crash left mid-restore, or that lost what the log has
 	// since compacted, is restored from raft's snapshot before raft starts
 	// replaying the log on top.
-	if err := fsm.recoverStore(snaps); err != nil {
+	if err := fsm.recoverStore(snaps, dir); err != nil {
 		wal.Close()
 		return nil, err
 	}
