@@ -128,9 +128,16 @@ func TestInitPayment(t *testing.T) {
 	})
 
 	t.Run("no subscription without a product", func(t *testing.T) {
-		r := m.Post(t, "init-payment", initBody(newOrderID("init"), 100, "EUR"))
+		id := newOrderID("init")
+		r := m.Post(t, "init-payment", initBody(id, 100, "EUR"))
 		if r.Status != 200 || r.Get("subscription_id") != nil {
 			t.Fatalf("%s", r.Body)
+		}
+		// website is not among the fields absent when they do not apply
+		// (interface 2.1): "" like descriptor.
+		st := m.Post(t, "status", map[string]any{"order_id": id})
+		if w, ok := st.Get("website").(string); !ok || w != "" {
+			t.Fatalf("an order without a website: %s", st.Body)
 		}
 	})
 

@@ -28,7 +28,7 @@ type View struct {
 	AVSCheck       *string             `json:"avs_check"`
 	CVVCheck       *string             `json:"cvv_check"`
 	ThreeDS        *ThreeDS            `json:"three_ds,omitempty"`
-	Website        string              `json:"website,omitempty"`
+	Website        string              `json:"website"`
 	ProcessingMID  string              `json:"processing_mid"`
 	SubscriptionID string              `json:"subscription_id,omitempty"`
 	RedirectURL    string              `json:"redirect_url,omitempty"`

@@ -48,7 +48,7 @@ func (v *View) AppendJSON(dst []byte) []byte {
 		w.strOmit("cavv", t.CAVV)
 		w.close()
 	}
-	w.strOmit("website", v.Website)
+	w.str("website", v.Website)
 	w.str("processing_mid", v.ProcessingMID)
 	w.strOmit("subscription_id", v.SubscriptionID)
 	w.strOmit("redirect_url", v.RedirectURL)
