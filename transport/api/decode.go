@@ -81,9 +81,15 @@ func decode(body []byte, v any) (*apierr.Error, *json.SemanticError) {
 	return apierr.New(apierr.BadBody, "body", "body is not valid JSON"), nil
 }
 
-// maxTypeErrors bounds the members of the wrong type one answer lists: each
-// costs a decode of the body.
-const maxTypeErrors = 32
+// Each member of the wrong type that an answer lists costs another decode
+// of the body (and a re-encoding of it with the member as null). Both the
+// count and the bytes decoded in all are bounded: 32 members of a 1 KB
+// body are cheap, 32 of a 1 MiB body were ~700 times the work of decoding
+// a valid one, which any merchant could ask for at its rate limit.
+const (
+	maxTypeErrors        = 32
+	typeErrorDecodeBytes = 2 << 20
+)
 
 // Parse decodes body into a new R and validates it, and lists every
 // violation at once (contract section 3, 422 2.01: "every violating field
@@ -129,11 +135,17 @@ func coveredBy(attr string, e *apierr.Error) bool {
 }
 
 // decodeCollecting decodes body into v like Decode, except that a member
-// of the wrong type is reported and decoded as null, up to maxTypeErrors.
+// of the wrong type is reported and decoded as null, up to maxTypeErrors
+// members and typeErrorDecodeBytes decoded.
 // It returns those type errors (nil if none) or an error that ends the
 // request (a syntax error, a top level that is not an object).
 func decodeCollecting(body []byte, v any) (typeErrs, fatal *apierr.Error) {
+	decoded := 0
 	for range maxTypeErrors {
+		if typeErrs != nil && decoded+len(body) > typeErrorDecodeBytes {
+			break
+		}
+		decoded += len(body)
 		err, semErr := decode(body, v)
 		if err == nil {
 			return typeErrs, nil
@@ -155,7 +167,7 @@ func decodeCollecting(body []byte, v any) (typeErrs, fatal *apierr.Error) {
 		}
 		body = next
 	}
-	// Past the bound, or a member that could not be set to null: what is
+	// Past a bound, or a member that could not be set to null: what is
 	// listed is the answer, without validating a request that still holds
 	// a member of the wrong type.
 	return nil, typeErrs

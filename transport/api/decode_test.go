@@ -349,17 +349,8 @@ func TestParseListsEveryViolation(t *testing.T) {
 // Past maxTypeErrors members of the wrong type, the answer is those listed,
 // without the validator's view of a request that still holds wrong types.
 func TestParseBoundsTheTypeErrors(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"order_metadata":{}`)
-	fields := []string{"order_id", "currency", "order_description", "order_items", "callback_url", "fail_url",
-		"success_url", "website", "processing_mid", "dynamic_descriptor", "order_date", "subscription_product_id"}
-	for _, f := range fields {
-		b.WriteString(`,"` + f + `":1`)
-	}
-	b.WriteString(`,"customer":{"email":1,"user_id":1,"ip_address":1,"phone":1,"first_name":1,"last_name":1}`)
-	b.WriteString(`,"payment_source":{"type":1,"card_number":1,"card_cvv":1,"card_exp_month":1,"card_exp_year":1,"card_holder_name":1,"billing_address":{"line1":1,"line2":1,"city":1,"state":1,"zip":1,"country":1}}`)
-	b.WriteString(`,"settle":{"delay_hours":"x"},"amount":"x","three_ds":{"force":1,"attempt_non_secure":1},"recurring":"x"}`)
-	_, aerr := Parse([]byte(b.String()), func(r *ChargeRequest) *apierr.Error { return ValidateCharge(r, time.Now()) })
+	body := manyTypeErrors("")
+	_, aerr := Parse(body, func(r *ChargeRequest) *apierr.Error { return ValidateCharge(r, time.Now()) })
 	if aerr == nil || aerr.Code != apierr.Invalid || len(aerr.Messages) != maxTypeErrors {
 		t.Fatalf("want %d type errors, got %v", maxTypeErrors, aerr)
 	}
@@ -368,4 +359,32 @@ func TestParseBoundsTheTypeErrors(t *testing.T) {
 			t.Errorf("%s: %q is not a type error", attr, msgs)
 		}
 	}
+}
+
+// A large body lists fewer members of the wrong type: each costs a decode
+// of the whole body, and the bytes decoded in all are bounded.
+func TestParseBoundsTheWorkOfTypeErrors(t *testing.T) {
+	pad := strings.Repeat("x", 700<<10)
+	body := manyTypeErrors(pad)
+	_, aerr := Parse(body, func(r *ChargeRequest) *apierr.Error { return ValidateCharge(r, time.Now()) })
+	want := typeErrorDecodeBytes / len(body) // decodes that fit, each listing one member
+	if aerr == nil || aerr.Code != apierr.Invalid || len(aerr.Messages) != want {
+		t.Fatalf("a %d KB body: want %d type errors, got %v", len(body)>>10, want, aerr)
+	}
+}
+
+// manyTypeErrors is a charge body with more members of the wrong type than
+// maxTypeErrors, and an unknown member holding pad.
+func manyTypeErrors(pad string) []byte {
+	var b strings.Builder
+	b.WriteString(`{"order_metadata":{},"pad":"` + pad + `"`)
+	fields := []string{"order_id", "currency", "order_description", "order_items", "callback_url", "fail_url",
+		"success_url", "website", "processing_mid", "dynamic_descriptor", "order_date", "subscription_product_id"}
+	for _, f := range fields {
+		b.WriteString(`,"` + f + `":1`)
+	}
+	b.WriteString(`,"customer":{"email":1,"user_id":1,"ip_address":1,"phone":1,"first_name":1,"last_name":1}`)
+	b.WriteString(`,"payment_source":{"type":1,"card_number":1,"card_cvv":1,"card_exp_month":1,"card_exp_year":1,"card_holder_name":1,"billing_address":{"line1":1,"line2":1,"city":1,"state":1,"zip":1,"country":1}}`)
+	b.WriteString(`,"settle":{"delay_hours":"x"},"amount":"x","three_ds":{"force":1,"attempt_non_secure":1},"recurring":"x"}`)
+	return []byte(b.String())
 }
