@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -38,7 +37,6 @@ type Registry struct {
 	produce func(Key) actor.Actor
 	seed    maphash.Seed
 	shards  [shardCount]shard
-	live    *metrics.Gauge
 	stopped atomic.Bool
 }
 
@@ -59,7 +57,6 @@ func NewRegistry(system *actor.ActorSystem, produce func(Key) actor.Actor) *Regi
 	for i := range r.shards {
 		r.shards[i].m = make(map[Key]*entry)
 	}
-	r.live = metrics.GetOrCreateGauge(`gateway_order_actors_live`, func() float64 { return float64(r.Live()) })
 	return r
 }
 

@@ -151,16 +151,11 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 		done:     map[string]time.Time{},
 		m:        newWebhookMetrics(),
 	}
-	metrics.GetOrCreateGauge(`gateway_webhook_pending`, func() float64 {
-		n, err := cfg.Store.PendingNotificationCount()
-		if err != nil {
-			return -1
-		}
-		return float64(n)
-	})
-	metrics.GetOrCreateGauge(`gateway_webhook_endpoints`, func() float64 { return float64(w.endpoints.Load()) })
 	return w
 }
+
+// Endpoints is how many callback endpoints have an actor.
+func (w *Webhooks) Endpoints() int64 { return w.endpoints.Load() }
 
 // Wake asks for an immediate scan of the outbox (a redelivery was
 // committed).

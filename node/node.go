@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
@@ -40,6 +41,12 @@ type Node struct {
 	listener  net.Listener
 	acquirer  *acquirer.Sandbox
 	webhooks  *actors.Webhooks
+	// hookClient delivers notifications; its idle connections to
+	// merchants' servers are closed on shutdown.
+	hookClient *webhook.Client
+	// gauges read this node's actors at each scrape; unregistered on
+	// shutdown, so they never report a stopped node.
+	gauges *metrics.Set
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
@@ -107,9 +114,9 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.registry = actors.NewRegistry(n.system, actors.NewOrderActorProducer(deps, func() *actors.Registry { return n.registry }))
 
 	guard := &webhook.Guard{AllowPrivate: cfg.AllowPrivateCallbacks}
-	hookClient := webhook.NewClient(webhook.Config{Guard: guard, UserAgent: "paygate-webhooks/1"})
+	n.hookClient = webhook.NewClient(webhook.Config{Guard: guard, UserAgent: "paygate-webhooks/1"})
 	n.webhooks = actors.NewWebhooks(n.system, actors.WebhookConfig{
-		Store: n.store, Proposer: n.raft, Logger: logger, Now: time.Now, Attempt: hookClient.Deliver,
+		Store: n.store, Proposer: n.raft, Logger: logger, Now: time.Now, Attempt: n.hookClient.Deliver,
 		Keys: func(id string) (string, *signature.Key, bool) {
 			m := n.merchants.ByID(id)
 			if m == nil {
@@ -120,6 +127,11 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		RetryDelays: cfg.WebhookRetryDelays,
 		Poll:        time.Second, // retries are timed exactly; this is the safety net
 	})
+
+	n.gauges = metrics.NewSet()
+	n.gauges.NewGauge(`gateway_order_actors_live`, func() float64 { return float64(n.registry.Live()) })
+	n.gauges.NewGauge(`gateway_webhook_endpoints`, func() float64 { return float64(n.webhooks.Endpoints()) })
+	metrics.RegisterSet(n.gauges)
 
 	wallets, err := n.wallets()
 	if err != nil {
@@ -342,11 +354,17 @@ func (n *Node) Shutdown(ctx context.Context) error {
 }
 
 func (n *Node) closeAll() {
+	if n.gauges != nil {
+		metrics.UnregisterSet(n.gauges, true)
+	}
 	if n.registry != nil {
 		n.registry.StopAll(true)
 	}
 	if n.system != nil {
 		n.system.Shutdown()
+	}
+	if n.hookClient != nil {
+		n.hookClient.CloseIdleConnections()
 	}
 	if n.raft != nil {
 		if err := n.raft.Shutdown(); err != nil {

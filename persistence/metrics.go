@@ -14,8 +14,10 @@ import (
 // (docs/performance.md, "How cost grows with stored orders"); these say
 // which kind a node is serving, and whether compactions keep up.
 //
-// Each store registers its own set and removes it when closed. Pebble's
-// figures are read when /metrics is scraped (DB.Metrics takes Pebble's
+// Each store registers its own set and removes it when closed, so nothing
+// reads a closed store (another node started later in the same process
+// registers its own). Pebble's figures, and the notifications waiting in
+// the outbox, are read when /metrics is scraped (DB.Metrics takes Pebble's
 // lock and walks the LSM: cheap once per scrape, not per request).
 type storeMetrics struct {
 	set *metrics.Set
@@ -63,4 +65,7 @@ func (s *Store) writePebbleMetrics(w io.Writer) {
 	metrics.WriteGaugeUint64(w, "gateway_pebble_compaction_debt_bytes", pm.Compact.EstimatedDebt)
 	metrics.WriteCounterUint64(w, "gateway_pebble_flushes_total", uint64(pm.Flush.Count))
 	metrics.WriteCounterUint64(w, "gateway_pebble_compactions_total", uint64(pm.Compact.Count))
+	if n, err := s.PendingNotificationCount(); err == nil {
+		metrics.WriteGaugeUint64(w, "gateway_webhook_pending", uint64(n))
+	}
 }

@@ -1,0 +1,67 @@
+package node
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A node stopped in a process leaves nothing that a later one's /metrics
+// reads: the gauges of the first used to stay registered, reading its
+// closed store (a panic, "pebble: closed", that killed the process) and
+// reporting its actors.
+func TestMetricsAfterANodeRestartsInTheSameProcess(t *testing.T) {
+	first := startInProcess(t)
+	if err := first.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	second := startInProcess(t)
+	defer second.Shutdown(context.Background())
+	r, err := http.Get("http://" + second.Addr() + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape of the second node: %v", err)
+	}
+	defer r.Body.Close()
+	body, _ := io.ReadAll(r.Body)
+	for _, name := range []string{"gateway_webhook_pending ", "gateway_order_actors_live ", "gateway_webhook_endpoints "} {
+		if strings.Count(string(body), "\n"+name) != 1 {
+			t.Errorf("%q is not on /metrics exactly once:\n%s", name, body)
+		}
+	}
+}
+
+// startInProcess starts a development node on free ports in a temporary
+// folder and waits until it leads.
+func startInProcess(t *testing.T) *Node {
+	t.Helper()
+	cfg := Defaults()
+	cfg.Dev = true
+	cfg.DataDir = t.TempDir()
+	cfg.HTTPAddr, cfg.RaftAddr = freeAddr(t), freeAddr(t)
+	n, err := Start(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !n.Ready(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			n.Shutdown(context.Background())
+			t.Fatal("the node did not become ready")
+		}
+	}
+	return n
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
