@@ -15,6 +15,7 @@ import (
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
 	"github.com/paygate/gateway/transport/api"
+	"github.com/paygate/gateway/transport/apierr"
 )
 
 // Proposer replicates a command and returns its applied result. The cluster
@@ -65,8 +66,9 @@ type Create struct {
 	OrderID     string
 	RequestHash string
 	Data        order.CreateData
-	// Card is a card seen in this request (nil for a token payment). CVV
-	// stays in memory only until the acquirer call.
+	// Card is a card seen in this request (nil for a token payment). CVV,
+	// of a card or a token payment, stays in memory only until the acquirer
+	// call: no command carries it.
 	Card  *vault.Card
 	CVV   string
 	Token string
@@ -223,7 +225,16 @@ func (a *orderActor) create(m *Create) *Reply {
 		if err != nil {
 			return &Reply{Err: err}
 		}
+		// The checks of a charge that need the card's brand, now that it is
+		// known, before anything is proposed.
+		if aerr := checkTokenCard(c, m.CVV, data.ThreeDS); aerr != nil {
+			return &Reply{Err: aerr}
+		}
+		billing := data.Source.Billing // the request's, if it gave one
 		data.Source = rec.Source
+		if billing != nil {
+			data.Source.Billing = billing
+		}
 		data.Source.Type = "token"
 		data.Source.PaymentToken = m.Token
 		data.Source.TokenExpiresAt = rec.ExpiresAt
@@ -267,6 +278,17 @@ func (a *orderActor) resolveToken(merchant, token string, now time.Time) (*persi
 		return nil, nil, err
 	}
 	return rec, card, nil
+}
+
+// checkTokenCard applies a card charge's brand rules to a token charge's
+// card_cvv and external MPI data (api.ValidateTokenCard): the same answer
+// as a card charge with that card number would get.
+func checkTokenCard(card *vault.Card, cvv string, mpi *order.ThreeDS) *apierr.Error {
+	version, xid := "", ""
+	if mpi != nil {
+		version, xid = mpi.Version, mpi.XID
+	}
+	return api.ValidateTokenCard(card.PAN, cvv, version, xid)
 }
 
 func (a *orderActor) openCard(merchant, cardID string) (*vault.Card, error) {

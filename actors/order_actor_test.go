@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/apierr"
 )
 
 // memProposer applies commands straight to a real store, in order: the
@@ -205,6 +207,74 @@ func TestRepeatedTokenChargeAfterTheTokenExpired(t *testing.T) {
 	r, _ = g.reg.Request(Key{"m1", "tok-order"}, &other, 5*time.Second)
 	if rep := r.(*Reply); rep.Reject == nil || rep.Reject.Kind != order.RejectConflict {
 		t.Fatalf("different body: want a conflict, got err %v, reject %+v", rep.Err, rep.Reject)
+	}
+}
+
+// recordingProposer keeps the encoding of every order command it proposes:
+// what the replicated log would hold.
+type recordingProposer struct {
+	*memProposer
+	mu   sync.Mutex
+	logs [][]byte
+}
+
+func (p *recordingProposer) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+	if cmd.Order != nil {
+		p.mu.Lock()
+		p.logs = append(p.logs, order.AppendCommand(nil, cmd.Order))
+		p.mu.Unlock()
+	}
+	return p.memProposer.Propose(ctx, cmd)
+}
+
+func (p *recordingProposer) proposed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.logs)
+}
+
+// A token charge's CVV goes to the acquirer (cvv_check M) and into no
+// command (contract section 8: never stored, the replicated log included).
+// One that does not fit the token's card is refused 2.06 before anything is
+// proposed.
+func TestTokenChargeCVVReachesOnlyTheAcquirer(t *testing.T) {
+	f := newFixture(t)
+	rec := &recordingProposer{memProposer: f.proposer}
+	f.deps.Proposer = rec
+	f.create(t, "m1", "card-order", "h-card", 24)
+	tok := f.waitStatus(t, "m1", "card-order", order.StatusAuthorized).Source.PaymentToken
+	charge := func(id, cvv string) *Reply {
+		msg := &Create{Merchant: "m1", OrderID: id, RequestHash: "h-" + id, Token: tok, CVV: cvv,
+			Data: order.CreateData{Amount: 500, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 24}}
+		r, err := f.reg.Request(Key{"m1", id}, msg, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*Reply)
+	}
+
+	proposed := rec.proposed()
+	var aerr *apierr.Error
+	if r := charge("tok-4", "7391"); !errors.As(r.Err, &aerr) || aerr.Code != apierr.CVVInvalid ||
+		len(aerr.Messages["payment_source.card_cvv"]) != 1 {
+		t.Fatalf("4-digit CVV on a Visa token: want 2.06 on payment_source.card_cvv, got %+v", r)
+	}
+	if rec.proposed() != proposed {
+		t.Fatal("a refused token charge proposed a command")
+	}
+
+	if r := charge("tok-3", "739"); r.Err != nil || r.Reject != nil {
+		t.Fatalf("token charge: %+v", r)
+	}
+	if o := f.waitStatus(t, "m1", "tok-3", order.StatusAuthorized); o.CVVCheck != acquirer.CVVMatch {
+		t.Fatalf("cvv_check %q, want %q: the CVV did not reach the acquirer", o.CVVCheck, acquirer.CVVMatch)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, b := range rec.logs {
+		if bytes.Contains(b, []byte("739")) {
+			t.Fatalf("a proposed command carries the CVV: %q", b)
+		}
 	}
 }
 

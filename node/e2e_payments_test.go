@@ -45,6 +45,43 @@ func expectError(t *testing.T, r *nodetest.Response, status int, code, attr stri
 	}
 }
 
+// messages returns error.messages[attr] of an error answer (attributes are
+// dotted paths themselves, so Get cannot reach them).
+func messages(r *nodetest.Response, attr string) []any {
+	all, _ := r.Get("error.messages").(map[string]any)
+	msgs, _ := all[attr].([]any)
+	return msgs
+}
+
+// tokenOf charges card with a billing address in city and returns the
+// payment token of the authorised order.
+func tokenOf(t *testing.T, m *nodetest.Merchant, card, city string) string {
+	t.Helper()
+	id := newOrderID("tok-src")
+	body := chargeBody(id, card, 100, 24)
+	body["payment_source"].(map[string]any)["billing_address"] = map[string]any{"line1": "1 Main St", "city": city, "country": "US"}
+	if r := m.Post(t, "charge", body); r.Status != 200 {
+		t.Fatalf("charge: %s", r.Body)
+	}
+	tok := m.WaitStatus(t, id, "authorized", 5*time.Second).Str("payment_source.payment_token")
+	if tok == "" {
+		t.Fatalf("no payment token for %s", card)
+	}
+	return tok
+}
+
+// tokenCharge is a valid token charge; source members are added to its
+// payment_source.
+func tokenCharge(orderID, token string, source map[string]any) map[string]any {
+	body := chargeBody(orderID, "", 250, 24)
+	ps := map[string]any{"type": "token", "payment_token": token}
+	for k, v := range source {
+		ps[k] = v
+	}
+	body["payment_source"] = ps
+	return body
+}
+
 func TestCardLifecycle(t *testing.T) {
 	n := nodetest.Start(t, nodetest.Options{})
 	m := n.CreateMerchant(t, 10000)
@@ -114,6 +151,29 @@ func TestCardLifecycle(t *testing.T) {
 		expectError(t, m.Post(t, "void", map[string]any{"order_id": id}), 409, "0.03", "status")
 	})
 
+	t.Run("void of another amount than the order's", func(t *testing.T) {
+		id := newOrderID("void-amt")
+		m.Post(t, "charge", chargeBody(id, "4111111111111111", 1000, 24))
+		m.WaitStatus(t, id, "authorized", 5*time.Second)
+		for _, amount := range []int64{5, 999, 1001} {
+			r := m.Post(t, "void", map[string]any{"order_id": id, "amount": amount})
+			expectError(t, r, 422, "2.02", "amount")
+			if msgs := messages(r, "amount"); len(msgs) != 1 || msgs[0] != "amount should be 1000 for the void operation: only the full order amount can be voided" {
+				t.Fatalf("void of %d: %s", amount, r.Body)
+			}
+		}
+		expectError(t, m.Post(t, "void", map[string]any{"order_id": id, "amount": 0}), 422, "2.01", "amount")
+		if st := m.Post(t, "status", map[string]any{"order_id": id}); st.Str("status") != "authorized" || len(st.Get("transactions").(map[string]any)) != 1 {
+			t.Fatalf("a refused void must change nothing: %s", st.Body)
+		}
+		r := m.Post(t, "void", map[string]any{"order_id": id, "amount": 1000})
+		if r.Status != 200 || r.Str("status") != "voided" || r.Num("transaction.amount") != 1000 {
+			t.Fatalf("void of the full amount: %s", r.Body)
+		}
+		// Voided: the status refusal comes first, as for settle and refund.
+		expectError(t, m.Post(t, "void", map[string]any{"order_id": id, "amount": 5}), 409, "0.03", "status")
+	})
+
 	t.Run("sale when delay is zero", func(t *testing.T) {
 		id := newOrderID("sale")
 		r := m.Post(t, "charge", chargeBody(id, "378282246310005", 700, 0))
@@ -144,6 +204,65 @@ func TestCardLifecycle(t *testing.T) {
 		body["order_id"] = newOrderID("tok-bad")
 		body["payment_source"] = map[string]any{"type": "token", "payment_token": "tok_doesnotexist"}
 		expectError(t, m.Post(t, "charge", body), 422, "7.01", "payment_source.payment_token")
+	})
+}
+
+// A token charge is a charge like a card one (interface 4.3): its card_cvv
+// goes to the acquirer, checked against the token's card once the token
+// resolves, and its billing_address is the order's.
+func TestTokenChargeUsesItsRequest(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	m := n.CreateMerchant(t, 10000)
+	visa := tokenOf(t, m, "4111111111111111", "Springfield")
+	amex := tokenOf(t, m, "378282246310005", "Shelbyville")
+
+	t.Run("card_cvv reaches the acquirer", func(t *testing.T) {
+		for _, c := range []struct{ token, cvv string }{{visa, "123"}, {amex, "1234"}} {
+			id := newOrderID("tok-cvv")
+			if r := m.Post(t, "charge", tokenCharge(id, c.token, map[string]any{"card_cvv": c.cvv})); r.Status != 200 {
+				t.Fatalf("token charge with card_cvv %s: %s", c.cvv, r.Body)
+			}
+			if st := m.WaitStatus(t, id, "authorized", 5*time.Second); st.Str("cvv_check") != "M" {
+				t.Fatalf("cvv_check %q, want the sandbox's M for a given CVV: %s", st.Str("cvv_check"), st.Body)
+			}
+		}
+		id := newOrderID("tok-nocvv")
+		m.Post(t, "charge", tokenCharge(id, visa, nil))
+		if st := m.WaitStatus(t, id, "authorized", 5*time.Second); st.Str("cvv_check") != "P" {
+			t.Fatalf("without card_cvv cvv_check %q, want P: %s", st.Str("cvv_check"), st.Body)
+		}
+	})
+
+	t.Run("card_cvv must fit the token's card", func(t *testing.T) {
+		for _, c := range []struct{ token, cvv, msg string }{
+			{visa, "1234", "payment_source.card_cvv should have exactly 3 digits"},
+			{amex, "123", "payment_source.card_cvv should have exactly 4 digits for an American Express card"},
+		} {
+			id := newOrderID("tok-badcvv")
+			r := m.Post(t, "charge", tokenCharge(id, c.token, map[string]any{"card_cvv": c.cvv}))
+			expectError(t, r, 422, "2.06", "payment_source.card_cvv")
+			if msgs := messages(r, "payment_source.card_cvv"); len(msgs) != 1 || msgs[0] != c.msg {
+				t.Fatalf("want the card charge's message %q: %s", c.msg, r.Body)
+			}
+			expectError(t, m.Post(t, "status", map[string]any{"order_id": id}), 404, "2.05", "order_id")
+		}
+	})
+
+	t.Run("billing_address of the request, else of the token", func(t *testing.T) {
+		id := newOrderID("tok-bill")
+		m.Post(t, "charge", tokenCharge(id, visa, map[string]any{
+			"billing_address": map[string]any{"line1": "742 Evergreen Terrace", "city": "Capital City", "country": "US"}}))
+		st := m.WaitStatus(t, id, "authorized", 5*time.Second)
+		if st.Str("payment_source.billing_address.city") != "Capital City" ||
+			st.Str("payment_source.billing_address.line1") != "742 Evergreen Terrace" ||
+			st.Str("payment_source.masked_card_number") != "411111******1111" {
+			t.Fatalf("want the request's billing_address on the token's card: %s", st.Body)
+		}
+		id = newOrderID("tok-bill")
+		m.Post(t, "charge", tokenCharge(id, visa, nil))
+		if st := m.WaitStatus(t, id, "authorized", 5*time.Second); st.Str("payment_source.billing_address.city") != "Springfield" {
+			t.Fatalf("without one, want the token's billing_address: %s", st.Body)
+		}
 	})
 }
 
@@ -424,6 +543,24 @@ func TestIdempotencyAndIsolation(t *testing.T) {
 		expectError(t, a.Post(t, "refund", map[string]any{"order_id": id, "amount": 1001}, "Idempotency-Key", "rk-2"), 422, "2.02", "amount")
 		if r := a.Post(t, "refund", refund, "Idempotency-Key", "rk-3"); r.Status != 200 || r.Num("refunded_amount") != 400 {
 			t.Fatalf("refund under a new key: %s", r.Body)
+		}
+	})
+
+	t.Run("a void refused for its amount under an Idempotency-Key is replayed", func(t *testing.T) {
+		id := authorizedCharge(t, a, "idk-void", 1000)
+		part := map[string]any{"order_id": id, "amount": 5}
+		expectError(t, a.Post(t, "void", part, "Idempotency-Key", "vk-1"), 422, "2.02", "amount")
+		expectError(t, a.Post(t, "void", part, "Idempotency-Key", "vk-1"), 422, "2.02", "amount")
+		// The full amount is another request: not under the refused key.
+		full := map[string]any{"order_id": id, "amount": 1000}
+		expectError(t, a.Post(t, "void", full, "Idempotency-Key", "vk-1"), 409, "5.06", "idempotency-key")
+		if st := a.Post(t, "status", map[string]any{"order_id": id}); st.Str("status") != "authorized" {
+			t.Fatalf("nothing may be voided under the refused key: %s", st.Body)
+		}
+		r1 := a.Post(t, "void", full, "Idempotency-Key", "vk-2")
+		r2 := a.Post(t, "void", full, "Idempotency-Key", "vk-2")
+		if r1.Status != 200 || r1.Str("status") != "voided" || string(r1.Body) != string(r2.Body) {
+			t.Fatalf("a keyed void of the full amount, repeated:\n%s\n%s", r1.Body, r2.Body)
 		}
 	})
 

@@ -233,6 +233,37 @@ func TestThreeDSExternalMPI(t *testing.T) {
 			})
 		}
 	})
+
+	// A token's brand is known once the token resolves: the Mastercard rule
+	// for 3-D Secure 2.x applies then, with the card charge's answer.
+	t.Run("xid with a token's card", func(t *testing.T) {
+		twoX := mpi("cavv", cavv, "eci", "02", "version", "2.1.0")
+		card := m.Post(t, "charge", threeDSCharge(newOrderID("mpi-mc"), "5555555555554444", nil, nil, twoX))
+		expectError(t, card, 422, "2.01", "three_ds.mpi_data.xid")
+
+		mastercard := tokenOf(t, m, "5555555555554444", "Ogdenville")
+		id := newOrderID("mpi-tok")
+		body := tokenCharge(id, mastercard, nil)
+		body["three_ds"] = map[string]any{"mpi_data": twoX}
+		r := m.Post(t, "charge", body)
+		expectError(t, r, 422, "2.01", "three_ds.mpi_data.xid")
+		if got, want := messages(r, "three_ds.mpi_data.xid"), messages(card, "three_ds.mpi_data.xid"); len(got) != 1 || got[0] != want[0] {
+			t.Fatalf("token charge %v, want the card charge's message %v", got, want)
+		}
+		expectError(t, m.Post(t, "status", map[string]any{"order_id": id}), 404, "2.05", "order_id")
+
+		// With the xid, or with a Visa token, the same mpi_data is accepted.
+		body["order_id"] = newOrderID("mpi-tok")
+		body["three_ds"] = map[string]any{"mpi_data": mpi("cavv", cavv, "eci", "02", "version", "2.1.0", "xid", "x3")}
+		if r := m.Post(t, "charge", body); r.Status != 200 {
+			t.Fatalf("mastercard token with xid: %s", r.Body)
+		}
+		visa := tokenCharge(newOrderID("mpi-tok"), tokenOf(t, m, "4111111111111111", "Ogdenville"), nil)
+		visa["three_ds"] = map[string]any{"mpi_data": twoX}
+		if r := m.Post(t, "charge", visa); r.Status != 200 {
+			t.Fatalf("visa token without xid: %s", r.Body)
+		}
+	})
 }
 
 // A form payment takes the same 3-D Secure path as a charge.

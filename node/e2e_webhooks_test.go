@@ -336,6 +336,33 @@ func TestCallbackURLRefusedWithoutPrivateCallbacks(t *testing.T) {
 			t.Errorf("callback_url %s: %d %s", u, r.Status, r.Body)
 		}
 	}
+	// The refusal is one of the request's violations: listed with the others
+	// in one 422 2.01 (contract section 3), on every order-creating request.
+	for _, c := range []struct {
+		op   string
+		body map[string]any
+	}{
+		{"charge", chargeBody(newOrderID("ssrf-all"), "4111111111111111", 100, 24)},
+		{"init-payment", initBody(newOrderID("ssrf-all"), 100, "USD")},
+		{"walletb-pay", walletBody(newOrderID("ssrf-all"), 100, map[string]any{
+			"type": "walletb-pay", "protocolVersion": "ECv1", "signature": "sig", "signedMessage": "msg"})},
+	} {
+		for _, u := range []string{fmt.Sprintf("http://127.0.0.1:%d/", port), "https://user:pw@shop.example/cb"} {
+			c.body["callback_url"] = u
+			delete(c.body, "order_description")
+			c.body["customer"].(map[string]any)["email"] = "not an address"
+			r := m.Post(t, c.op, c.body)
+			expectError(t, r, 422, "2.01", "callback_url")
+			for _, a := range []string{"order_description", "customer.email"} {
+				if !r.HasMessage(a) {
+					t.Errorf("%s with callback_url %s: %s not listed with callback_url: %s", c.op, u, a, r.Body)
+				}
+			}
+			if msgs := messages(r, "callback_url"); len(msgs) != 1 || !strings.HasPrefix(msgs[0].(string), "callback_url must not") {
+				t.Errorf("%s with callback_url %s: want the guard's one message: %s", c.op, u, r.Body)
+			}
+		}
+	}
 	time.Sleep(100 * time.Millisecond)
 	if hits.Load() != 0 {
 		t.Fatalf("canary got %d connections", hits.Load())

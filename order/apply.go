@@ -192,6 +192,13 @@ func applyVoid(cur *Order, cmd *Command) (*Order, Outcome) {
 	if cur.Status != StatusAuthorized {
 		return illegal(cur, "void")
 	}
+	// Only the full amount can be voided (contract section 4). The amount is
+	// optional (0: none given); one that is not the order's is refused, not
+	// taken for the whole, so a partial void never releases the rest.
+	if cmd.Amount != 0 && cmd.Amount != cur.Amount {
+		return cur, reject(RejectAmount, "amount", fmt.Sprintf(
+			"amount should be %d for the void operation: only the full order amount can be voided", cur.Amount))
+	}
 	next := touch(cur, cmd)
 	next.Status = StatusVoided
 	next.AutoSettleAt = 0

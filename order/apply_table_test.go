@@ -53,7 +53,9 @@ func tableOps() []tableOp {
 		{"settle", cmd(order.KindSettle, 0, false), order.StatusAuthorized, false, nil},
 		{"settle", cmd(order.KindSettle, fxAmount+1, false), order.StatusAuthorized, false, nil},
 		{"settle", cmd(order.KindSettle, 0, true), order.StatusAuthorized, true, nil}, // auto-settle
-		{"void", cmd(order.KindVoid, 0, false), order.StatusAuthorized, true, nil},
+		{"void", cmd(order.KindVoid, 0, false), order.StatusAuthorized, true, nil},    // no amount: the full amount
+		{"void", cmd(order.KindVoid, fxAmount, false), order.StatusAuthorized, true, nil},
+		{"void", cmd(order.KindVoid, fxAmount-1, false), order.StatusAuthorized, false, nil},
 		{"refund", cmd(order.KindRefund, 100, false), order.StatusSettled, true, nil},
 		{"refund", cmd(order.KindRefund, fxSettled, false), order.StatusSettled, true, nil},
 		{"refund", cmd(order.KindRefund, 0, false), order.StatusSettled, false, nil},
@@ -150,13 +152,13 @@ func TestApplyIllegalStatus(t *testing.T) {
 			})
 		}
 	}
-	// 11 fixtures x 18 operations, of which 6 (authorized), 2x4 (settled,
+	// 11 fixtures x 20 operations, of which 8 (authorized), 2x4 (settled,
 	// settled-sale), 2x2 authorisation outcomes (processing,
 	// processing-sale: due at the acquirer), 2 in created (form submit,
 	// expire), 2 in processing-sale (challenge, downgrade: no 3-D Secure
 	// step taken yet) and 2 in processing-verify (the 3-D Secure results)
 	// are legal.
-	if want := 11*18 - 6 - 8 - 4 - 2 - 2 - 2; refused != want {
+	if want := 11*20 - 8 - 8 - 4 - 2 - 2 - 2; refused != want {
 		t.Errorf("%d illegal combinations tried, want %d", refused, want)
 	}
 }

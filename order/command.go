@@ -23,7 +23,9 @@ type Command struct {
 	OrderID  string `json:"o"`
 	// TxnID is the transaction the command creates (create, settle, void,
 	// refund) or answers (auth_outcome).
-	TxnID  string `json:"x,omitempty"`
+	TxnID string `json:"x,omitempty"`
+	// Amount is the amount of a settle or refund, and the amount a void
+	// request named (0: none; the order refuses any but its own).
 	Amount int64  `json:"a,omitempty"`
 	ARN    string `json:"arn,omitempty"`
 	// RefundReasonCode is the optional 4-digit reason of a refund.

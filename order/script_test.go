@@ -20,7 +20,7 @@ package order_test
 //	outcome approved [auth_code=A1] [avs=Y] [cvv=M] [risk=R] [txn=tN] [no-auto-settle]
 //	outcome declined code=N.NN [txn=tN]
 //	settle amount=N | settle auto [amount=N]
-//	void
+//	void [amount=N]
 //	refund amount=N [reason=NNNN]
 //	advance by=DURATION     move the clock (the auto-settle delay ending)
 //	view [txn=tN]           the merchant view as indented JSON (all transactions without txn=)
@@ -209,7 +209,7 @@ func (s *script) run(pos, line string) string {
 	case "settle":
 		cmd.Kind, cmd.Auto, cmd.Amount = order.KindSettle, a.has("auto"), a.int(t, "amount", 0)
 	case "void":
-		cmd.Kind = order.KindVoid
+		cmd.Kind, cmd.Amount = order.KindVoid, a.int(t, "amount", 0)
 	case "refund":
 		cmd.Kind, cmd.Amount, cmd.RefundReasonCode = order.KindRefund, a.int(t, "amount", 0), a.str("reason", "")
 	case "advance":

@@ -129,6 +129,11 @@ type OrderFields struct {
 	Customer      *Customer                 `json:"customer,omitempty"`
 }
 
+// Shared returns the shared order fields of an order-creating request
+// (charge, init-payment, wallet payments): the server's callback guard
+// finds callback_url through it.
+func (o *OrderFields) Shared() *OrderFields { return o }
+
 // ChargeRequest is POST /charge (interface 4.3).
 type ChargeRequest struct {
 	OrderFields
@@ -157,9 +162,12 @@ type SettleRequest struct {
 	Amount  *int64  `json:"amount,omitempty"`
 }
 
-// VoidRequest is POST /void (interface 4.6).
+// VoidRequest is POST /void (interface 4.6). amount is optional: a void is
+// always for the full order amount, and a request that names another
+// amount is refused rather than taken for the whole (docs/api.md).
 type VoidRequest struct {
 	OrderID *string `json:"order_id,omitempty"`
+	Amount  *int64  `json:"amount,omitempty"`
 }
 
 // RefundRequest is POST /refund (interface 4.7). refund_reason_code is an

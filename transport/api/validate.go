@@ -101,13 +101,18 @@ func ValidateSettle(r *SettleRequest) *apierr.Error {
 	return v.result()
 }
 
-// ValidateVoid checks a decoded POST /void body (interface 4.6).
+// ValidateVoid checks a decoded POST /void body (interface 4.6). An amount,
+// when given, is checked like settle's here; whether it is the order's is
+// for the order to say (422 2.02).
 func ValidateVoid(r *VoidRequest) *apierr.Error {
 	if r == nil {
 		return errNotObject()
 	}
 	var v violations
 	v.orderID(r.OrderID)
+	if r.Amount != nil {
+		v.amount("amount", r.Amount)
+	}
 	return v.result()
 }
 
@@ -135,6 +140,49 @@ func ValidateStatus(r *StatusRequest) *apierr.Error {
 	var v violations
 	v.orderID(r.OrderID)
 	return v.result()
+}
+
+// ValidateTokenCard checks what a token charge says about its card against
+// that card, which is known only once the token resolves: the order actor
+// calls it then, before anything is proposed. cvv is payment_source.card_cvv
+// ("" when absent); mpiVersion is three_ds.mpi_data's version as MPIVersion
+// gives it ("" without mpi_data) and xid its xid. The rules and messages are
+// a card charge's: card_cvv of the brand's length (2.06), and an xid with
+// 3-D Secure 2.x.x and a Mastercard card (2.01); a mix is 2.01.
+func ValidateTokenCard(pan, cvv, mpiVersion, xid string) *apierr.Error {
+	var v violations
+	if cvv != "" {
+		v.cvv(&cvv, pan, true)
+	}
+	if major, ok := mpiMajor(mpiVersion); ok && strings.TrimSpace(xid) == "" {
+		v.xidRequired(major, pan)
+	}
+	return v.result()
+}
+
+// WithCallbackGuard adds guard's refusal of an order-creating request's
+// callback_url to err, the request's other violations (nil if none), so that
+// one 422 2.01 lists them all (contract section 3). guard is the webhook
+// layer's request-time check (private targets, userinfo: rules this package
+// leaves to it, see README.md); nil means no check. It judges only a
+// callback_url the validator accepted: one refusal per attribute is enough.
+func WithCallbackGuard(err *apierr.Error, o *OrderFields, guard func(string) error) *apierr.Error {
+	if guard == nil || o.CallbackURL == nil {
+		return err
+	}
+	if err != nil && (err.Code.HTTP != apierr.Invalid.HTTP || len(err.Messages["callback_url"]) > 0) {
+		return err // not a list of field violations, or callback_url is in it already
+	}
+	gerr := guard(*o.CallbackURL)
+	switch {
+	case gerr == nil:
+		return err
+	case err == nil:
+		return apierr.New(apierr.Invalid, "callback_url", gerr.Error())
+	}
+	err.Add("callback_url", gerr.Error())
+	err.Code = apierr.Invalid // a mix of families (code selection, README.md)
+	return err
 }
 
 // MPIVersion returns the 3-D Secure version of external MPI data: the given
@@ -438,18 +486,27 @@ func (v *violations) mpiData(m *MPIData, ps *PaymentSource) {
 	}
 	xid, xidOK := v.optString(p+"xid", m.XID, 50)
 	if m.XID == nil || (xidOK && strings.TrimSpace(xid) == "") {
+		// A token's card is not known here: ValidateTokenCard applies the
+		// Mastercard rule once the token resolves.
 		pan := ""
 		if ps != nil && ps.Type != nil && *ps.Type == SourceCard && ps.CardNumber != nil {
 			pan = *ps.CardNumber
 		}
-		switch {
-		case major == 1:
-			v.add(famGeneral, p+"xid", p+"xid is required with 3-D Secure version 1.x.x")
-		case major == 2 && IsMastercard(pan):
-			v.add(famGeneral, p+"xid", p+"xid is required with 3-D Secure version 2.x.x and a Mastercard card")
-		}
+		v.xidRequired(major, pan)
 	}
 	v.optString(p+"ds_transaction_id", m.DSTransactionID, 50)
+}
+
+// xidRequired refuses a missing three_ds.mpi_data.xid where interface 4.3
+// requires it: 3-D Secure 1.x.x with any card, 2.x.x with a Mastercard card.
+func (v *violations) xidRequired(major int, pan string) {
+	const attr = "three_ds.mpi_data.xid"
+	switch {
+	case major == 1:
+		v.add(famGeneral, attr, attr+" is required with 3-D Secure version 1.x.x")
+	case major == 2 && IsMastercard(pan):
+		v.add(famGeneral, attr, attr+" is required with 3-D Secure version 2.x.x and a Mastercard card")
+	}
 }
 
 // chargeSource checks payment_source of a charge: card or token.

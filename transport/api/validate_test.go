@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -546,6 +547,11 @@ func TestValidateOrderOperations(t *testing.T) {
 		{name: "void valid", run: func() *apierr.Error { return ValidateVoid(&VoidRequest{OrderID: oid}) }},
 		{"void order_id missing", func() *apierr.Error { return ValidateVoid(&VoidRequest{}) }, invalid, "order_id", "order_id is required"},
 		{"void order_id empty", func() *apierr.Error { return ValidateVoid(&VoidRequest{OrderID: ptr("")}) }, invalid, "order_id", "must not be empty"},
+		{name: "void with an amount", run: func() *apierr.Error { return ValidateVoid(&VoidRequest{OrderID: oid, Amount: amt}) }},
+		{"void amount zero", func() *apierr.Error { return ValidateVoid(&VoidRequest{OrderID: oid, Amount: ptr(int64(0))}) }, invalid, "amount", "greater than 0"},
+		{"void amount too large", func() *apierr.Error {
+			return ValidateVoid(&VoidRequest{OrderID: oid, Amount: ptr(MaxAmount + 1)})
+		}, invalid, "amount", "at most"},
 
 		{name: "refund valid", run: func() *apierr.Error { return ValidateRefund(&RefundRequest{OrderID: oid, Amount: amt}) }},
 		{name: "refund with reason", run: func() *apierr.Error {
@@ -584,6 +590,82 @@ func TestValidateOrderOperations(t *testing.T) {
 	err := ValidateSettle(&SettleRequest{})
 	if err == nil || len(err.Messages) != 2 {
 		t.Fatalf("settle with nothing: want 2 attributes, got %v", err)
+	}
+}
+
+// A token charge's card is known once the token resolves: ValidateTokenCard
+// applies the card charge's brand rules then, with the same messages.
+func TestValidateTokenCard(t *testing.T) {
+	const visa, amex, mastercard = "4111111111111111", "378282246310005", "5555555555554444"
+	for _, tc := range []struct {
+		name, pan, cvv, version, xid string
+		code                         apierr.Code
+		attr, msg                    string
+	}{
+		{"no cvv, no mpi_data", visa, "", "", "", ok422, "", ""},
+		{"3 digits on visa", visa, "123", "", "", ok422, "", ""},
+		{"4 digits on amex", amex, "1234", "", "", ok422, "", ""},
+		{"4 digits on visa", visa, "1234", "", "", apierr.CVVInvalid, "payment_source.card_cvv", "payment_source.card_cvv should have exactly 3 digits"},
+		{"3 digits on amex", amex, "123", "", "", apierr.CVVInvalid, "payment_source.card_cvv",
+			"payment_source.card_cvv should have exactly 4 digits for an American Express card"},
+		{"2.x visa without xid", visa, "", "2.1.0", "", ok422, "", ""},
+		{"2.x mastercard with xid", mastercard, "", "2.1.0", "x1", ok422, "", ""},
+		{"2.x mastercard without xid", mastercard, "", "2.1.0", "", invalid, "three_ds.mpi_data.xid",
+			"three_ds.mpi_data.xid is required with 3-D Secure version 2.x.x and a Mastercard card"},
+		{"2.x mastercard with a blank xid", mastercard, "", "2.2.0", " ", invalid, "three_ds.mpi_data.xid", "Mastercard"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateTokenCard(tc.pan, tc.cvv, tc.version, tc.xid)
+			if tc.code == ok422 {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err.Messages)
+				}
+				return
+			}
+			expectOne(t, err, tc.code, tc.attr, tc.msg)
+		})
+	}
+	// The card charge gives the same message for the same card.
+	r := ValidChargeForTest()
+	r.PaymentSource.CardNumber = ptr(mastercard)
+	r.ThreeDS = &ThreeDS{MPIData: &MPIData{CAVV: ptr("AAABBEg0VhI0VniQEjRWAAAAAAA="), ECI: ptr("02"), Version: ptr("2.1.0")}}
+	card, token := ValidateCharge(r, testNow), ValidateTokenCard(mastercard, "", "2.1.0", "")
+	if card == nil || token == nil || card.Messages["three_ds.mpi_data.xid"][0] != token.Messages["three_ds.mpi_data.xid"][0] {
+		t.Fatalf("card charge %v, token charge %v: want the same xid message", card, token)
+	}
+	// Both at once: every violation listed, a mix is 2.01.
+	if err := ValidateTokenCard(mastercard, "1234", "2.1.0", ""); err == nil || err.Code != apierr.Invalid || len(err.Messages) != 2 {
+		t.Fatalf("cvv and xid: want both in one 2.01, got %v", err)
+	}
+}
+
+// WithCallbackGuard merges the callback guard's refusal into the request's
+// other violations: one answer, 2.01 for any mix.
+func TestWithCallbackGuard(t *testing.T) {
+	refuse := func(string) error {
+		return errors.New("callback_url must not point to a private, loopback or link-local address")
+	}
+	allow := func(string) error { return nil }
+	u := ptr("http://10.0.0.1/cb")
+	withURL := &OrderFields{CallbackURL: u}
+
+	if err := WithCallbackGuard(nil, withURL, allow); err != nil {
+		t.Fatalf("allowed: %v", err)
+	}
+	if err := WithCallbackGuard(nil, &OrderFields{}, refuse); err != nil {
+		t.Fatalf("no callback_url: %v", err)
+	}
+	expectOne(t, WithCallbackGuard(nil, withURL, refuse), invalid, "callback_url", "private")
+
+	cvv := apierr.New(apierr.CVVInvalid, "payment_source.card_cvv", "payment_source.card_cvv should have exactly 3 digits")
+	err := WithCallbackGuard(cvv, withURL, refuse)
+	if err == nil || err.Code != apierr.Invalid || len(err.Messages) != 2 || len(err.Messages["callback_url"]) != 1 {
+		t.Fatalf("with a CVV violation: want both in one 2.01, got %v", err)
+	}
+	// A callback_url the validator refused already is not judged again.
+	bad := apierr.New(apierr.Invalid, "callback_url", "callback_url should be an absolute http or https URL")
+	if err := WithCallbackGuard(bad, withURL, refuse); len(err.Messages["callback_url"]) != 1 {
+		t.Fatalf("callback_url refused twice: %v", err.Messages)
 	}
 }
 

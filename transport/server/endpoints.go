@@ -44,12 +44,27 @@ type endpoint func(s *Server, c *call) answer
 // validate, listing every violation at once (api.Parse), then dispatch. This is the one path every operation shares.
 func operation[R any](validate func(*R, time.Time) *apierr.Error, dispatch func(*Server, *call, *R) answer) endpoint {
 	return func(s *Server, c *call) answer {
-		req, err := api.Parse(c.body, func(r *R) *apierr.Error { return validate(r, c.now) })
+		req, err := api.Parse(c.body, func(r *R) *apierr.Error { return s.guardCallback(r, validate(r, c.now)) })
 		if err != nil {
 			return answer{err: err}
 		}
 		return dispatch(s, c, req)
 	}
+}
+
+// orderCreating is a request that creates an order (charge, init-payment,
+// wallet payments): it carries the shared order fields, callback_url too.
+type orderCreating interface{ Shared() *api.OrderFields }
+
+// guardCallback adds the callback guard's refusal of an order-creating
+// request's callback_url to err, the request's other violations. The guard
+// is part of validation, so one 422 2.01 lists every violation (contract
+// section 3), not the others first and callback_url on the next attempt.
+func (s *Server) guardCallback(r any, err *apierr.Error) *apierr.Error {
+	if oc, ok := r.(orderCreating); ok {
+		return api.WithCallbackGuard(err, oc.Shared(), s.cfg.CheckCallbackURL)
+	}
+	return err
 }
 
 // ignoreNow adapts a validator that needs no clock.
@@ -66,7 +81,12 @@ func (s *Server) merchantEndpoints() map[string]endpoint {
 			return s.operate(c, order.KindSettle, *r.OrderID, *r.Amount, "")
 		}),
 		"void": operation(ignoreNow(api.ValidateVoid), func(s *Server, c *call, r *api.VoidRequest) answer {
-			return s.operate(c, order.KindVoid, *r.OrderID, 0, "")
+			// 0 (no amount) voids the full amount; the order refuses any other.
+			var amount int64
+			if r.Amount != nil {
+				amount = *r.Amount
+			}
+			return s.operate(c, order.KindVoid, *r.OrderID, amount, "")
 		}),
 		"refund": operation(ignoreNow(api.ValidateRefund), func(s *Server, c *call, r *api.RefundRequest) answer {
 			return s.operate(c, order.KindRefund, *r.OrderID, *r.Amount, deref(r.RefundReasonCode))
@@ -157,22 +177,19 @@ func (s *Server) actorReply(op string, r any, err error) (*actors.Reply, *apierr
 }
 
 func (s *Server) charge(c *call, r *api.ChargeRequest) answer {
-	if r.CallbackURL != nil && s.cfg.CheckCallbackURL != nil {
-		if err := s.cfg.CheckCallbackURL(*r.CallbackURL); err != nil {
-			return answer{err: apierr.New(apierr.Invalid, "callback_url", err.Error())}
-		}
-	}
 	msg := &actors.Create{
 		Merchant: c.merchant.ID, OrderID: *r.OrderID, RequestHash: s.requestHash(c.body),
 		Data: createData(&r.OrderFields),
 	}
 	ps := r.PaymentSource
 	msg.Data.Source.Billing = address(ps.BillingAddress)
+	// The CVV of either source goes to the acquirer in memory only (never
+	// into the command); a token's is checked against its card by the actor.
+	msg.CVV = deref(ps.CardCVV)
 	switch *ps.Type {
 	case "card":
 		msg.Card = &vault.Card{PAN: *ps.CardNumber, ExpMonth: twoDigitMonth(*ps.CardExpMonth),
 			ExpYear: fourDigitYear(*ps.CardExpYear), HolderName: *ps.CardHolderName}
-		msg.CVV = deref(ps.CardCVV)
 	case "token":
 		msg.Token = *ps.PaymentToken
 	}

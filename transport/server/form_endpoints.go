@@ -113,11 +113,6 @@ type initPaymentAnswer struct {
 }
 
 func (s *Server) initPayment(c *call, r *api.InitPaymentRequest) answer {
-	if r.CallbackURL != nil && s.cfg.CheckCallbackURL != nil {
-		if err := s.cfg.CheckCallbackURL(*r.CallbackURL); err != nil {
-			return answer{err: apierr.New(apierr.Invalid, "callback_url", err.Error())}
-		}
-	}
 	data := createData(&r.OrderFields)
 	if t := r.ThreeDS; t != nil {
 		data.ThreeDSForce = t.Force != nil && *t.Force

@@ -76,28 +76,23 @@ func (s *Server) walletEndpoints() map[string]endpoint {
 	return eps
 }
 
-// walletPay creates an order from a wallet credential. Order of checks:
+// walletPay creates an order from a wallet credential. Order of checks,
+// after validation (which includes callback_url's guard, as on charge):
 //
-//  1. callback_url (as charge);
-//  2. the order exists: the same request returns it, another is 409 5.06
+//  1. the order exists: the same request returns it, another is 409 5.06
 //     (contract section 5) — before any token check, so an idempotent
 //     repeat still answers after the token has expired or been recorded;
-//  3. the wallet is configured, the token verifies and decrypts;
-//  4. walleta-pay: the amount and currency the device signed are the
+//  2. the wallet is configured, the token verifies and decrypts;
+//  3. walleta-pay: the amount and currency the device signed are the
 //     order's; walletb-pay ECv2: gatewayMerchantId is this merchant's id;
-//  5. the token's transaction id was not used by another order (a fast
+//  4. the token's transaction id was not used by another order (a fast
 //     answer from this node's store; the FSM decides again on the committed
 //     command, so two racing requests cannot both pass);
-//  6. the order actor creates and authorises it like a card charge.
+//  5. the order actor creates and authorises it like a card charge.
 //
-// Every refusal in 3 to 5 is 422, code 2.01, attribute payment_source
+// Every refusal in 2 to 4 is 422, code 2.01, attribute payment_source
 // (contract section 9), and creates nothing.
 func (s *Server) walletPay(c *call, r *api.WalletRequest, walletType string) answer {
-	if r.CallbackURL != nil && s.cfg.CheckCallbackURL != nil {
-		if err := s.cfg.CheckCallbackURL(*r.CallbackURL); err != nil {
-			return answer{err: apierr.New(apierr.Invalid, "callback_url", err.Error())}
-		}
-	}
 	merchant, orderID, hash := c.merchant.ID, *r.OrderID, s.requestHash(c.body)
 	cur, err := s.cfg.Store.GetOrder(merchant, orderID)
 	if err != nil {
