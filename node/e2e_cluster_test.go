@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -443,4 +444,84 @@ func TestClusterDeposedLeaderServesNoStaleRead(t *testing.T) {
 		t.Fatalf("after the others woke: %s", r.Body)
 	}
 	c.WaitConverged(20 * time.Second)
+}
+
+// A leader stopped with SIGTERM hands leadership to another voter first:
+// when it has exited the others already follow a new leader, and requests
+// through them go on. It used to exit as leader, and every node answered
+// 503 6.02 until an election timeout passed.
+func TestClusterLeaderStopHandsOver(t *testing.T) {
+	c := nodetest.StartCluster(t, 3)
+	leader := c.WaitLeader(nil, 10*time.Second)
+	c.WaitMembers(3, 10*time.Second)
+	m := leader.CreateMerchant(t, 100000)
+	var follower *nodetest.Node
+	for _, n := range c.Nodes {
+		if n != leader {
+			follower = n
+			break
+		}
+	}
+	mf := m.At(follower)
+	mf.HTTPClient = clusterClient()
+
+	stop := make(chan struct{})
+	type outcome struct {
+		status int
+		at     time.Time
+	}
+	outcomes := make(chan outcome, 10000)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r, err := mf.TryPost("charge", chargeBody(newOrderID(fmt.Sprintf("handover%d-%d", w, i)), "4111111111111111", 100, 24))
+				status := 0
+				if err == nil {
+					status = r.Status
+				}
+				outcomes <- outcome{status, time.Now()}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := leader.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	st, err := follower.Status()
+	if err != nil || st.LeaderID == "" || st.LeaderID == leader.ID {
+		t.Errorf("right after the leader stopped, %s follows %+v (%v): want a new leader", follower.ID, st, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	close(outcomes)
+	var ok, failed, failedAfter int
+	for o := range outcomes {
+		switch {
+		case o.status == 200:
+			ok++
+		case o.at.After(stopped):
+			failedAfter++
+			fallthrough
+		default:
+			failed++
+		}
+	}
+	t.Logf("%d charges answered 200, %d not (%d of them after the leader stopped)", ok, failed, failedAfter)
+	if failedAfter > 0 {
+		t.Errorf("%d charges through a follower failed after the old leader had stopped", failedAfter)
+	}
+	if !strings.Contains(leader.Logs(), "leadership handed over before stopping") {
+		t.Error("the stopping leader did not say it handed leadership over")
+	}
 }

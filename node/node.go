@@ -340,10 +340,27 @@ func (n *Node) Ready() bool { return n.raft.Ready() }
 // ServeErr reports a fatal error of the HTTP server.
 func (n *Node) ServeErr() <-chan error { return n.serveErr }
 
-// Shutdown drains in-flight requests, stops accepting new ones, stops the
-// actors and raft, and closes the store.
+// handOverTimeout bounds a stopping leader's wait for another to take over
+// (raft itself gives up after an election timeout).
+const handOverTimeout = 5 * time.Second
+
+// Shutdown hands leadership to another voter if this node leads, drains
+// in-flight requests, stops accepting new ones, stops the actors and raft,
+// and closes the store.
 func (n *Node) Shutdown(ctx context.Context) error {
 	var err error
+	if n.raft != nil {
+		// Hand leadership over while this node still serves: requests that
+		// reach it meanwhile are forwarded to the new leader.
+		handCtx, cancel := context.WithTimeout(ctx, handOverTimeout)
+		switch handed, herr := n.raft.HandOver(handCtx); {
+		case herr != nil:
+			n.logger.Warn("leadership not handed over before stopping", "error", herr)
+		case handed:
+			n.logger.Info("leadership handed over before stopping")
+		}
+		cancel()
+	}
 	if n.server != nil {
 		err = n.server.Shutdown(ctx)
 	}
