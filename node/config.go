@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -124,8 +125,14 @@ func (c *Config) Validate() error {
 	if c.WebhookRetention < 0 {
 		return errors.New("--webhook-retention must not be negative (0 keeps notifications for ever)")
 	}
+	if err := c.checkNotNegative(); err != nil {
+		return err
+	}
 	if c.FormURL == "" {
 		c.FormURL = "http://" + c.HTTPAddr
+	} else if u, err := url.Parse(c.FormURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--form-url %q: want the absolute http(s) address the forms are served at, e.g. https://pay.example.com", c.FormURL)
 	}
 	c.FormURL = strings.TrimRight(c.FormURL, "/")
 	if c.TokenTTL <= 0 {
@@ -133,6 +140,30 @@ func (c *Config) Validate() error {
 	}
 	if len(c.WebhookRetryDelays) == 0 {
 		c.WebhookRetryDelays = DefaultRetryDelays
+	}
+	return nil
+}
+
+// checkNotNegative refuses negative durations and sizes: each would
+// otherwise be read as its default or as "off" without a word.
+func (c *Config) checkNotNegative() error {
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"--form-ttl", c.FormTTL}, {"--acquirer-latency", c.AcquirerLatency},
+		{"--raft-heartbeat-timeout", c.HeartbeatTimeout}, {"--raft-election-timeout", c.ElectionTimeout},
+		{"--raft-snapshot-interval", c.SnapshotInterval},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("%s must not be negative (0: the default)", d.flag)
+		}
+	}
+	if c.SnapshotRateMiB < 0 {
+		return errors.New("--raft-snapshot-rate-mib must not be negative (0: unbounded)")
+	}
+	if c.WALSegmentBytes < 0 {
+		return errors.New("--raft-wal-segment-bytes must not be negative (0: 64 MiB)")
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package node
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestJoinAddressAcceptsHostPortOrHTTPURL(t *testing.T) {
 	for _, tc := range []struct {
@@ -34,5 +38,41 @@ func TestValidateNormalisesJoin(t *testing.T) {
 	}
 	if c.Join != "10.0.0.5:8081" {
 		t.Fatalf("Join = %q, want 10.0.0.5:8081", c.Join)
+	}
+}
+
+// Values that used to be read as a default or as "off" without a word are
+// refused at start.
+func TestValidateRefusesNegativeAndMalformedValues(t *testing.T) {
+	valid := func() Config {
+		return Config{Dev: true, SettleDelayUnit: time.Hour, HTTPAddr: "127.0.0.1:0", FormTTL: time.Minute}
+	}
+	for _, tc := range []struct {
+		name, want string
+		edit       func(*Config)
+	}{
+		{"form ttl", "--form-ttl", func(c *Config) { c.FormTTL = -5 * time.Minute }},
+		{"acquirer latency", "--acquirer-latency", func(c *Config) { c.AcquirerLatency = -time.Second }},
+		{"heartbeat", "--raft-heartbeat-timeout", func(c *Config) { c.HeartbeatTimeout = -time.Second }},
+		{"election", "--raft-election-timeout", func(c *Config) { c.ElectionTimeout = -time.Second }},
+		{"snapshot interval", "--raft-snapshot-interval", func(c *Config) { c.SnapshotInterval = -time.Second }},
+		{"snapshot rate", "--raft-snapshot-rate-mib", func(c *Config) { c.SnapshotRateMiB = -3 }},
+		{"segment", "--raft-wal-segment-bytes", func(c *Config) { c.WALSegmentBytes = -1 }},
+		{"form url without scheme", "--form-url", func(c *Config) { c.FormURL = "not a url" }},
+		{"form url of another scheme", "--form-url", func(c *Config) { c.FormURL = "ftp://pay.example.com" }},
+		{"form url with a query", "--form-url", func(c *Config) { c.FormURL = "https://pay.example.com/?a=1" }},
+	} {
+		c := valid()
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate() = %v, want an error naming %s", tc.name, err, tc.want)
+		}
+	}
+	for _, formURL := range []string{"", "https://pay.example.com", "http://127.0.0.1:8080/", "https://example.com/gateway"} {
+		c := valid()
+		c.FormURL = formURL
+		if err := c.Validate(); err != nil {
+			t.Errorf("--form-url %q: %v", formURL, err)
+		}
 	}
 }

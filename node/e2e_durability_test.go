@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -377,5 +378,23 @@ func TestRaftLogDirOfItsOwn(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte("ends at 0")) {
 		t.Errorf("the refusal does not say why:\n%s", out)
+	}
+}
+
+// A word that is not a flag ends Go's flag parsing: gatewayd refuses it
+// instead of starting with every later flag dropped (here --join and the
+// addresses: a node of a cluster of its own, on the default ports).
+func TestGatewaydRefusesAStrayArgument(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nodetest.Binary(t), "--dev", "--allow-private-callbacks", "true",
+		"--data-dir", t.TempDir(), "--http-addr", nodetest.FreeAddr(t), "--raft-addr", nodetest.FreeAddr(t))
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("gatewayd started with a stray argument:\n%s", out)
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !bytes.Contains(out, []byte(`unexpected argument "true"`)) {
+		t.Fatalf("want exit 2 naming the argument, got %v:\n%s", err, out)
 	}
 }

@@ -71,6 +71,17 @@ func run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	// Parsing stops at the first word that is not a flag, and would drop
+	// every flag after it (--dev true, a stray value): refuse it.
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "gatewayd: unexpected argument %q: every flag after it would be ignored "+
+			"(a boolean flag takes no separate value: --dev, or --dev=false)\n", fs.Arg(0))
+		return 2
+	}
+	if *memLimit < 0 {
+		fmt.Fprintln(os.Stderr, "gatewayd: --memory-limit-mib must not be negative (0: no limit)")
+		return 2
+	}
 	var err error
 	if cfg.WebhookRetryDelays, err = node.ParseDelays(*delays); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewayd: --webhook-retry-delays:", err)
