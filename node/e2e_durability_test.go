@@ -398,3 +398,27 @@ func TestGatewaydRefusesAStrayArgument(t *testing.T) {
 		t.Fatalf("want exit 2 naming the argument, got %v:\n%s", err, out)
 	}
 }
+
+// SIGTERM does not wait for connections that have sent nothing or half a
+// request (a browser's preconnect to the hosted form): it used to hold the
+// node for their 30 s read timeout.
+func TestStopDoesNotWaitForSilentConnections(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	silent, err := net.Dial("tcp", n.HTTPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	half, err := net.Dial("tcp", n.HTTPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer half.Close()
+	fmt.Fprintf(half, "POST /api/v3/status HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := n.Stop(15 * time.Second); err != nil {
+		t.Fatalf("SIGTERM with a silent and a half-sent connection open: %v", err)
+	}
+	t.Logf("stopped in %s", time.Since(start))
+}

@@ -19,6 +19,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -81,6 +82,9 @@ type Server struct {
 	metrics   *requestMetrics
 	fwd       *forwarder // relays requests to the leader (forward.go)
 	hashers   sync.Pool  // *requestHasher keyed with cfg.HashKey
+	// handling counts requests being handled, for Shutdown: a connection
+	// with none is not waited for.
+	handling atomic.Int64
 }
 
 // New builds the server.
@@ -131,10 +135,44 @@ func (l transportLogger) Printf(format string, args ...any) {
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
 
+// shutdownGrace is how long Shutdown waits for requests still arriving on
+// open connections once none is being handled.
+const shutdownGrace = 2 * time.Second
+
 // Shutdown stops accepting connections and waits for in-flight requests.
-func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWithContext(ctx) }
+// fasthttp closes idle keep-alive connections at once, but waits for one
+// that has sent nothing yet or half a request (a browser's preconnect) until
+// its read timeout, 30 s. Once no request has been handled for
+// shutdownGrace, such connections are left to close with the process.
+func (s *Server) Shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.http.ShutdownWithContext(ctx) }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	quietSince := time.Now()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case now := <-tick.C:
+			if s.handling.Load() > 0 {
+				quietSince = now
+			} else if now.Sub(quietSince) >= shutdownGrace {
+				cancel()
+				if err := <-done; !errors.Is(err, context.Canceled) {
+					return err
+				}
+				return nil
+			}
+		}
+	}
+}
 
 func (s *Server) route(ctx *fasthttp.RequestCtx) {
+	s.handling.Add(1)
+	defer s.handling.Add(-1)
 	path := string(ctx.Path())
 	if len(ctx.Request.Body()) > BodyBytesMax {
 		writeError(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"))
