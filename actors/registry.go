@@ -221,15 +221,17 @@ func (r *Registry) HandOffQueued(k Key, pid *actor.PID, processed uint64) {
 	s.mu.Lock()
 	e := s.m[k]
 	queued := e != nil && e.pid.Equal(pid) && e.sent != processed
-	if queued {
-		e.disp.resume.Store(true)
-	}
 	s.mu.Unlock()
 	if !queued {
 		return
 	}
 	if p, ok := r.system.ProcessRegistry.Get(pid); ok {
 		p.SendSystemMessage(pid, &actor.SuspendMailbox{})
+		// The flag only after the Suspend: a previous run still ending
+		// (between its run and its check in Schedule) could take the flag
+		// and post its Resume before the Suspend, leaving the mailbox
+		// suspended for good. Taken after it, the Resume is only early.
+		e.disp.resume.Store(true)
 	}
 }
 
