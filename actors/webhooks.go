@@ -105,6 +105,17 @@ type Webhooks struct {
 	m webhookMetrics
 }
 
+// deliveryBuckets bound gateway_webhook_delivery_seconds, from a
+// notification's creation to its delivery. Prometheus's default buckets
+// (5 ms .. 10 s) for a first attempt, then the default retry offsets
+// (15 min .. 24 h, counted from the first attempt) and 48 h for a late
+// queue: a delivery on the k-th retry lands between the k-th and the next
+// offset, where with the default buckets every retried one fell in +Inf.
+var deliveryBuckets = []float64{
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300,
+	15 * 60, 30 * 60, 3600, 2 * 3600, 4 * 3600, 8 * 3600, 16 * 3600, 24 * 3600, 48 * 3600,
+}
+
 type webhookMetrics struct {
 	delivered, failed *metrics.Counter
 	latency           *metrics.PrometheusHistogram
@@ -117,7 +128,7 @@ func newWebhookMetrics() webhookMetrics {
 	m := webhookMetrics{
 		delivered: metrics.GetOrCreateCounter(`gateway_webhook_delivered_total`),
 		failed:    metrics.GetOrCreateCounter(`gateway_webhook_failed_total`),
-		latency:   metrics.GetOrCreatePrometheusHistogram(`gateway_webhook_delivery_seconds`),
+		latency:   metrics.GetOrCreatePrometheusHistogramExt(`gateway_webhook_delivery_seconds`, deliveryBuckets),
 	}
 	for k, name := range attemptKindNames {
 		m.attempts[k] = metrics.GetOrCreateCounter(fmt.Sprintf(`gateway_webhook_attempts_total{result=%q}`, name))

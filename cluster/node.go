@@ -122,7 +122,7 @@ type Node struct {
 	transport *raft.NetworkTransport // nil when Config.Transport was given
 	commitLat *metrics.PrometheusHistogram
 	// entryCommands is how many commands each proposed entry packed.
-	entryCommands *metrics.Histogram
+	entryCommands *metrics.PrometheusHistogram
 	// proposalWait is how long a proposal waited for its entry.
 	proposalWait *metrics.PrometheusHistogram
 	collector    *collector
@@ -254,7 +254,7 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	n := &Node{
 		cfg: cfg, Raft: r, FSM: fsm, wal: wal, transport: netTrans, hadState: hasState,
 		commitLat:     metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_commit_seconds`, stageBuckets),
-		entryCommands: metrics.GetOrCreateHistogram(`gateway_raft_entry_commands`),
+		entryCommands: metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_entry_commands`, entryCommandBuckets),
 		proposalWait:  metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_proposal_wait_seconds`, stageBuckets),
 	}
 	n.collector = newCollector(n)

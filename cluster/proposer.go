@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/raft"
 
 	"github.com/paygate/gateway/persistence"
@@ -36,6 +37,11 @@ const (
 	maxEntryCommands = 256
 	proposalQueueLen = 4096
 )
+
+// entryCommandBuckets bound gateway_raft_entry_commands, a count: 1, 2, 4
+// ... 1024, past maxEntryCommands. A Prometheus histogram (le buckets),
+// like every other here, so histogram_quantile can read it.
+var entryCommandBuckets = metrics.ExponentialBuckets(1, 2, 11)
 
 // proposal is one command waiting for its entry.
 type proposal struct {

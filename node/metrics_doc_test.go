@@ -2,14 +2,17 @@ package node_test
 
 import (
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/paygate/gateway/node"
 	"github.com/paygate/gateway/node/nodetest"
 )
 
@@ -75,4 +78,63 @@ func TestDocumentedMetricsExist(t *testing.T) {
 			t.Errorf("/metrics exposes %s, which docs/cluster.md does not list", name)
 		}
 	}
+
+	// Every family says its type, so a scraper knows a counter from a
+	// gauge, and every histogram is a Prometheus one (le buckets):
+	// histogram_quantile cannot read VictoriaMetrics' vmrange buckets.
+	typed := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE (gateway_\w+) (\w+)$`).FindAllStringSubmatch(string(body), -1) {
+		typed[m[1]] = m[2]
+	}
+	for name := range exposed {
+		if typed[name] == "" {
+			t.Errorf("/metrics has no # TYPE line for %s", name)
+		}
+	}
+	if strings.Contains(string(body), "vmrange=") {
+		t.Errorf("/metrics has a histogram with vmrange buckets, which Prometheus cannot use:\n%s",
+			regexp.MustCompile(`(?m)^.*vmrange=.*$`).FindString(string(body)))
+	}
+	lastRetry := node.DefaultRetryDelays[len(node.DefaultRetryDelays)-1]
+	for _, h := range []struct {
+		name     string
+		min, max float64 // the first bucket at most min, the last at least max
+	}{
+		// From 1 command an entry to past the collector's cap (256).
+		{"gateway_raft_entry_commands", 1, 256},
+		// Fine under a second for a first attempt, and past the last
+		// retry so retried deliveries do not all land in +Inf.
+		{"gateway_webhook_delivery_seconds", 0.01, lastRetry.Seconds()},
+	} {
+		if typed[h.name] != "histogram" {
+			t.Errorf("%s is typed %q, want histogram", h.name, typed[h.name])
+		}
+		bounds := bucketBounds(string(body), h.name)
+		if len(bounds) == 0 || bounds[0] > h.min || bounds[len(bounds)-1] < h.max {
+			t.Errorf("%s buckets %v: want the first at most %g and the last at least %g", h.name, bounds, h.min, h.max)
+		}
+	}
+	// Each default retry offset is a bound: deliveries on the k-th retry
+	// are those between the k-th and the next.
+	delivery := map[float64]bool{}
+	for _, b := range bucketBounds(string(body), "gateway_webhook_delivery_seconds") {
+		delivery[b] = true
+	}
+	for _, d := range node.DefaultRetryDelays {
+		if !delivery[d.Seconds()] {
+			t.Errorf("gateway_webhook_delivery_seconds has no bucket at the retry offset %s", d)
+		}
+	}
+}
+
+// bucketBounds lists a histogram's finite le bounds as /metrics shows them.
+func bucketBounds(body, name string) []float64 {
+	var out []float64
+	re := regexp.MustCompile(`(?m)^` + name + `_bucket\{le="([^"]+)"\} `)
+	for _, m := range re.FindAllStringSubmatch(body, -1) {
+		if v, err := strconv.ParseFloat(m[1], 64); err == nil && !math.IsInf(v, 1) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -3,16 +3,21 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
-	"github.com/paygate/gateway/cluster"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/paygate/gateway/cluster"
+	"github.com/paygate/gateway/transport/apierr"
 )
 
 // gatewayctl cluster status|join|remove: the cluster admin API
@@ -28,8 +33,10 @@ const clusterUsage = `usage:
   gatewayctl cluster remove --node-id ID [--addr ...]
   gatewayctl cluster transfer-leadership [--node-id ID] [--addr ...]
 
---addr is any member's HTTP address (default $GATEWAY_HTTP_ADDR or 127.0.0.1:8080);
-the admin token defaults to $GATEWAY_ADMIN_TOKEN.
+--addr is any member's HTTP address, host:port or http://host:port (members
+serve plain HTTP; default $GATEWAY_HTTP_ADDR or 127.0.0.1:8080); the admin
+token defaults to $GATEWAY_ADMIN_TOKEN. transfer-leadership waits (up to 5 s)
+until a leader is known and names it.
 `
 
 func runCluster(args []string) int { return clusterCmd(args, os.Stdout, os.Stderr) }
@@ -41,8 +48,10 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("gatewayctl cluster "+sub, flag.ContinueOnError)
-	addr := fs.String("addr", envOr("GATEWAY_HTTP_ADDR", "127.0.0.1:8080"), "HTTP address of any member")
-	token := fs.String("admin-token", os.Getenv("GATEWAY_ADMIN_TOKEN"), "admin bearer token")
+	addr := fs.String("addr", envOr("GATEWAY_HTTP_ADDR", "127.0.0.1:8080"), "HTTP address of any member: host:port or http://host:port")
+	// The token's default is read after parsing, so that the usage printed
+	// on a mistyped command does not show the secret.
+	token := fs.String("admin-token", "", "admin bearer token (default $GATEWAY_ADMIN_TOKEN)")
 	asJSON := fs.Bool("json", false, "print the JSON answer")
 	var nodeID, raftAddr, httpAddr *string
 	var digest *bool
@@ -61,19 +70,23 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gatewayctl cluster: unknown subcommand %q\n\n%s", sub, clusterUsage)
 		return 2
 	}
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return 2
+	}
+	if *token == "" {
+		*token = os.Getenv("GATEWAY_ADMIN_TOKEN")
 	}
 	if *token == "" {
 		fmt.Fprintln(stderr, "gatewayctl cluster: --admin-token or GATEWAY_ADMIN_TOKEN is required")
 		return 2
 	}
-	c := &adminClient{base: "http://" + strings.TrimPrefix(*addr, "http://"), token: *token}
-	var (
-		data []byte
-		err  error
-	)
+	base, err := memberURL(*addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "gatewayctl cluster "+sub+":", err)
+		return 2
+	}
+	c := &adminClient{base: base, token: *token}
+	var data []byte
 	switch sub {
 	case "status":
 		path := "/admin/v1/cluster"
@@ -95,7 +108,15 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		data, err = c.do("POST", "/admin/v1/cluster/remove", map[string]string{"node_id": *nodeID})
 	case "transfer-leadership":
-		data, err = c.do("POST", "/admin/v1/cluster/transfer-leadership", map[string]string{"node_id": *nodeID})
+		if _, err = c.do("POST", "/admin/v1/cluster/transfer-leadership", map[string]string{"node_id": *nodeID}); err != nil {
+			break
+		}
+		// The answer's members were read on the old leader as it stepped
+		// down, when no node led yet: ask until a leader is known.
+		var st *cluster.Status
+		if st, err = c.awaitLeader(leaderWait); err == nil {
+			return printTransfer(stdout, st, *asJSON)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "gatewayctl cluster "+sub+":", err)
@@ -122,11 +143,82 @@ func envOr(name, def string) string {
 	return def
 }
 
+// memberURL turns --addr into a member's base URL. Members serve plain HTTP,
+// and --addr takes what gatewayd's --join takes (node/config.go
+// joinAddress): host:port or http://host:port. https:// and paths are
+// refused rather than turned into http://https://h:p.
+func memberURL(addr string) (string, error) {
+	if len(addr) >= 8 && strings.EqualFold(addr[:8], "https://") {
+		return "", fmt.Errorf("--addr %q: members serve plain HTTP; give host:port or http://host:port", addr)
+	}
+	hp := addr
+	if len(hp) >= 7 && strings.EqualFold(hp[:7], "http://") {
+		hp = hp[7:]
+	}
+	hp = strings.TrimSuffix(hp, "/")
+	if _, port, err := net.SplitHostPort(hp); err != nil || port == "" || strings.ContainsAny(hp, "/?#@") {
+		return "", fmt.Errorf("--addr %q: want a member's HTTP address, host:port or http://host:port", addr)
+	}
+	return "http://" + hp, nil
+}
+
+// leaderWait bounds how long transfer-leadership waits for a leader to be
+// known after the transfer; leaderPoll is how often it asks meanwhile.
+var leaderWait, leaderPoll = 5 * time.Second, 100 * time.Millisecond
+
+// awaitLeader reads the cluster status until it names a leader that says
+// itself it leads: a follower that has not yet heard from the new leader
+// still names the old one, which reports Follower.
+func (c *adminClient) awaitLeader(wait time.Duration) (*cluster.Status, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		data, err := c.do("GET", "/admin/v1/cluster", nil)
+		if err == nil {
+			var st cluster.Status
+			if err = json.Unmarshal(data, &st); err == nil {
+				for _, m := range st.Members {
+					if st.LeaderID != "" && m.ID == st.LeaderID && m.Self != nil && m.Self.State == "Leader" {
+						return &st, nil
+					}
+				}
+			}
+		}
+		if time.Now().Add(leaderPoll).After(deadline) {
+			msg := fmt.Sprintf("leadership was handed over, but no leader is known after %s (see gatewayctl cluster status)", wait)
+			if err != nil {
+				msg += ": " + err.Error()
+			}
+			return nil, errors.New(msg)
+		}
+		time.Sleep(leaderPoll)
+	}
+}
+
+// printTransfer names the new leader and lists the members as the status
+// shows them; --json keeps the shape of the other membership answers
+// ({"status","members"}) and adds leader_id.
+func printTransfer(w io.Writer, st *cluster.Status, asJSON bool) int {
+	members := make([]cluster.MemberInfo, len(st.Members))
+	for i, m := range st.Members {
+		members[i] = m.MemberInfo
+		members[i].Leader = m.ID == st.LeaderID
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(map[string]any{"status": "ok", "leader_id": st.LeaderID, "members": members}, "", "  ")
+		fmt.Fprintln(w, string(b))
+		return 0
+	}
+	fmt.Fprintf(w, "ok; leader is now %s (term %d); members now:\n", st.LeaderID, st.Term)
+	printMemberTable(w, members)
+	return 0
+}
+
 type adminClient struct {
 	base, token string
 }
 
-// do sends an admin request; a non-200 answer is an error with its body.
+// do sends an admin request; a non-200 answer is an error saying what the
+// body says (answerError).
 func (c *adminClient) do(method, path string, body any) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
@@ -152,9 +244,37 @@ func (c *adminClient) do(method, path string, body any) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(data))
+		return nil, answerError(resp.StatusCode, data)
 	}
 	return data, nil
+}
+
+// answerError reads an error answer in the contract's shape
+// ({"error":{"code","messages":{attribute:[...]}}}) as text, e.g.
+// "401 1.01: authorization: admin bearer token missing or wrong"; any other
+// body (a proxy's page, a node of another version) is shown as it came.
+func answerError(status int, data []byte) error {
+	var body apierr.Body
+	if json.Unmarshal(data, &body) == nil && body.Error.Code != "" && len(body.Error.Messages) > 0 {
+		attrs := make([]string, 0, len(body.Error.Messages))
+		for a := range body.Error.Messages {
+			attrs = append(attrs, a)
+		}
+		sort.Strings(attrs)
+		var msgs []string
+		for _, a := range attrs {
+			for _, m := range body.Error.Messages[a] {
+				msgs = append(msgs, a+": "+m)
+			}
+		}
+		if len(msgs) > 0 {
+			return fmt.Errorf("%d %s: %s", status, body.Error.Code, strings.Join(msgs, "; "))
+		}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fmt.Errorf("HTTP %d %s", status, http.StatusText(status))
+	}
+	return fmt.Errorf("HTTP %d: %s", status, bytes.TrimSpace(data))
 }
 
 func printStatus(w, stderr io.Writer, data []byte) int {
@@ -200,13 +320,17 @@ func printMembers(w, stderr io.Writer, data []byte) int {
 		return 1
 	}
 	fmt.Fprintln(w, "ok; members now:")
+	printMemberTable(w, out.Members)
+	return 0
+}
+
+func printMemberTable(w io.Writer, members []cluster.MemberInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tVOTER\tLEADER\tRAFT ADDR\tHTTP ADDR")
-	for _, m := range out.Members {
+	for _, m := range members {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, yesNo(m.Voter), yesNo(m.Leader), m.RaftAddr, dash(m.HTTPAddr))
 	}
 	tw.Flush()
-	return 0
 }
 
 func u(v uint64) string { return strconv.FormatUint(v, 10) }

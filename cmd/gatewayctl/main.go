@@ -5,7 +5,9 @@
 package main
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -49,4 +51,22 @@ func usage() {
 		fmt.Fprintf(&b, "  %-14s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprint(os.Stderr, b.String())
+}
+
+// parseFlags parses a subcommand's flags and refuses words left after them.
+// Go's flag package stops at the first word that is not a flag, so a stray
+// word would otherwise be ignored together with every flag after it
+// (`cluster transfer-leadership node3` handed leadership to any node). On
+// false the reason and the usage are printed: exit 2.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return false // flag printed the error and the usage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q (every option is a --flag)\n", fs.Name(), fs.Arg(0))
+		fs.Usage()
+		return false
+	}
+	return true
 }

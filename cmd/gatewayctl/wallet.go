@@ -30,7 +30,6 @@ func init() {
 // <data-dir>/wallet-dev). It never prints the card number.
 func walletToken(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gatewayctl wallet-token", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	dir := fs.String("dev-dir", filepath.Join("data", tokenmaker.DevDirName), "the development set (gatewayd --dev writes it under <data-dir>/"+tokenmaker.DevDirName+")")
 	walletType := fs.String("wallet", wallet.WalletA, "walleta-pay or walletb-pay")
 	version := fs.String("version", "", "EC_v1 or RSA_v1 (walleta-pay, default EC_v1); ECv1 or ECv2 (walletb-pay, default ECv2)")
@@ -43,11 +42,7 @@ func walletToken(args []string, stdout, stderr io.Writer) int {
 	merchantID := fs.String("merchant-id", "mer_dev", "walletb-pay ECv2: gatewayMerchantId, the paying merchant's merchant_id")
 	txID := fs.String("transaction-id", "", "walleta-pay transactionId (hex) or walletb-pay messageId (default random; each may pay one order)")
 	request := fs.String("order-id", "", "print a whole wallet request body for this order_id instead of payment_source alone")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gatewayctl wallet-token: unexpected argument %q\n", fs.Arg(0))
+	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
 	ds, err := tokenmaker.LoadDevSet(*dir)
@@ -118,9 +113,8 @@ func walletToken(args []string, stdout, stderr io.Writer) int {
 // for a cluster whose nodes must share one (pass its files as wallet flags).
 func walletDevSet(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gatewayctl wallet-dev-set", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	dir := fs.String("dir", "", "directory to write the set to (must not hold one already)")
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
 	if *dir == "" {

@@ -96,3 +96,17 @@ func TestWalletTokenCommand(t *testing.T) {
 		t.Errorf("missing set: exit %d, want 1", code)
 	}
 }
+
+// wallet-dev-set refuses a word left after its flags (--dir x y wrote to x
+// and ignored y) and writes nothing.
+func TestWalletDevSetRefusesLeftoverArguments(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "set")
+	var out, errOut bytes.Buffer
+	if code := walletDevSet([]string{"--dir", dir, "extra"}, &out, &errOut); code != 2 ||
+		!strings.Contains(errOut.String(), `unexpected argument "extra"`) {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if _, err := tokenmaker.LoadDevSet(dir); err == nil {
+		t.Fatal("a set was written anyway")
+	}
+}
