@@ -32,20 +32,27 @@ func TestSchedulerPrunesNotificationsPastRetention(t *testing.T) {
 	for i := range down {
 		createWithCallbackURL(t, f, fmt.Sprintf("down%d", i), "http://down.test/hook")
 	}
+	// attempted counts the pending notifications whose failed attempt is
+	// recorded: until then its result may be proposed during a pass below.
+	attempted := 0
 	states := func() map[persistence.NotifyState]int {
 		list, err := f.store.Notifications("m1", "", 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
 		count := map[persistence.NotifyState]int{}
+		attempted = 0
 		for _, n := range list {
 			count[n.State]++
+			if n.State == persistence.NotifyPending && len(n.Attempts) > 0 {
+				attempted++
+			}
 		}
 		return count
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		got := states()
-		if got[persistence.NotifyDelivered] == delivered && got[persistence.NotifyPending] == down {
+		if got[persistence.NotifyDelivered] == delivered && got[persistence.NotifyPending] == down && attempted == down {
 			break
 		}
 		if time.Now().After(deadline) {

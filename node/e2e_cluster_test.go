@@ -455,13 +455,7 @@ func TestClusterLeaderStopHandsOver(t *testing.T) {
 	leader := c.WaitLeader(nil, 10*time.Second)
 	c.WaitMembers(3, 10*time.Second)
 	m := leader.CreateMerchant(t, 100000)
-	var follower *nodetest.Node
-	for _, n := range c.Nodes {
-		if n != leader {
-			follower = n
-			break
-		}
-	}
+	follower := c.Other(leader)
 	mf := m.At(follower)
 	mf.HTTPClient = clusterClient()
 

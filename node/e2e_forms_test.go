@@ -338,13 +338,7 @@ func TestFormAndThreeDSAcrossLeaders(t *testing.T) {
 	c := nodetest.StartCluster(t, 3)
 	leader := c.WaitLeader(nil, 10*time.Second)
 	m := leader.CreateMerchant(t, 10000)
-	var follower *nodetest.Node
-	for _, n := range c.Nodes {
-		if n != leader {
-			follower = n
-			break
-		}
-	}
+	follower := c.Other(leader)
 
 	id := newOrderID("cl-form")
 	formURL := rehost(t, initForm(t, m.At(follower), initBody(id, 1020, "EUR")), follower)
@@ -373,12 +367,7 @@ func TestFormAndThreeDSAcrossLeaders(t *testing.T) {
 		t.Fatalf("after the failover, the challenge must wait for the customer: %s", o.Body)
 	}
 	// The customer answers on whichever node serves them: here the follower.
-	var other *nodetest.Node
-	for _, n := range c.Nodes {
-		if n != leader && n != next {
-			other = n
-		}
-	}
+	other := c.Other(leader, next)
 	answerChallenge(t, rehost(t, redirect, other), "success")
 	done := m.At(next).WaitStatus(t, id, "authorized", 15*time.Second)
 	if done.Str("three_ds.authentication_result") != "Y" {

@@ -631,13 +631,7 @@ func TestWalletReplayRefusedAfterLeaderChange(t *testing.T) {
 	setDir, ds := walletSetDir(t)
 	c := nodetest.StartCluster(t, 3, walletFlags(setDir, ds)...)
 	leader := c.WaitLeader(nil, 10*time.Second)
-	var follower *nodetest.Node
-	for _, n := range c.Nodes {
-		if n != leader {
-			follower = n
-			break
-		}
-	}
+	follower := c.Other(leader)
 	m := leader.CreateMerchant(t, 10000).At(follower)
 
 	type used struct {

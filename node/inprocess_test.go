@@ -4,11 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paygate/gateway/node/nodetest"
 )
 
 // A node stopped in a process leaves nothing that a later one's /metrics
@@ -42,7 +43,7 @@ func startInProcess(t *testing.T) *Node {
 	cfg := Defaults()
 	cfg.Dev = true
 	cfg.DataDir = t.TempDir()
-	cfg.HTTPAddr, cfg.RaftAddr = freeAddr(t), freeAddr(t)
+	cfg.HTTPAddr, cfg.RaftAddr = nodetest.FreeAddr(t), nodetest.FreeAddr(t)
 	n, err := Start(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -54,14 +55,4 @@ func startInProcess(t *testing.T) *Node {
 		}
 	}
 	return n
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -3,13 +3,15 @@ package nodetest
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/paygate/gateway/cluster"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paygate/gateway/cluster"
 )
 
 // Cluster is a set of gatewayd processes forming one raft cluster.
@@ -123,6 +125,18 @@ func (c *Cluster) Leader() *Node {
 			return n
 		}
 	}
+	return nil
+}
+
+// Other returns the first node that is none of not (a follower, given the
+// leader).
+func (c *Cluster) Other(not ...*Node) *Node {
+	for _, n := range c.Nodes {
+		if !slices.Contains(not, n) {
+			return n
+		}
+	}
+	c.t.Fatalf("no node besides the %d given", len(not))
 	return nil
 }
 
