@@ -1,9 +1,12 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,4 +58,28 @@ func startInProcess(t *testing.T) *Node {
 		}
 	}
 	return n
+}
+
+// A connection that had sent nothing when the node stopped is not waited
+// for; a request it sends afterwards, when the store is closed, is refused
+// 503 6.02 (fasthttp serves such connections again once its shutdown has
+// stopped waiting for them: a status read there used to read the closed
+// store and panic).
+func TestRequestAfterShutdownIsRefused(t *testing.T) {
+	n := startInProcess(t)
+	silent, err := net.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	time.Sleep(50 * time.Millisecond)
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatalf("shutdown with a silent connection open: %v", err)
+	}
+	fmt.Fprintf(silent, "GET /api/v3/purchase/%s HTTP/1.1\r\nHost: x\r\n\r\n", strings.Repeat("a", 43))
+	silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	answer, _ := io.ReadAll(silent)
+	if !bytes.HasPrefix(answer, []byte("HTTP/1.1 503")) || !bytes.Contains(answer, []byte(`"6.02"`)) {
+		t.Fatalf("a request after the shutdown: %q, want 503 6.02", answer)
+	}
 }

@@ -85,6 +85,8 @@ type Server struct {
 	// handling counts requests being handled, for Shutdown: a connection
 	// with none is not waited for.
 	handling atomic.Int64
+	// closed is set once Shutdown has drained: nothing more is served.
+	closed atomic.Bool
 }
 
 // New builds the server.
@@ -143,8 +145,25 @@ const shutdownGrace = 2 * time.Second
 // fasthttp closes idle keep-alive connections at once, but waits for one
 // that has sent nothing yet or half a request (a browser's preconnect) until
 // its read timeout, 30 s. Once no request has been handled for
-// shutdownGrace, such connections are left to close with the process.
+// shutdownGrace, Shutdown stops waiting for them. When it returns, the
+// server answers nothing more: fasthttp goes back to serving the
+// connections it stopped waiting for, and the node behind it is about to
+// close its store, so a request that comes on one of them is refused with
+// 503 6.02 (never acted on, safe to retry).
 func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.drain(ctx)
+	s.closed.Store(true)
+	// A request that entered route before closed was set finishes first
+	// (route counts itself before it reads the flag).
+	for deadline := time.Now().Add(time.Second); s.handling.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
+}
+
+// drain runs fasthttp's shutdown until no connection is left, or until no
+// request has been handled for shutdownGrace.
+func (s *Server) drain(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -173,6 +192,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	s.handling.Add(1)
 	defer s.handling.Add(-1)
+	if s.closed.Load() {
+		ctx.SetConnectionClose()
+		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "the node is shutting down: send the request again"))
+		return
+	}
 	path := string(ctx.Path())
 	if len(ctx.Request.Body()) > BodyBytesMax {
 		writeError(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"))
