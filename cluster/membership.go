@@ -151,9 +151,13 @@ func (n *Node) TransferLeadership(id string) error {
 // HandOver gives leadership to another voter before this node stops, as
 // etcd does: followers then forward to a live leader at once, instead of to
 // a stopped one until an election timeout passes (seconds of 503 6.02 on
-// every node). Entries this leader appended are committed by the transfer,
-// which waits for the new leader to hold them. It does nothing (false) on
-// a follower or a sole voter, and gives up when ctx ends.
+// every node). It first waits for what this leader has appended to be
+// applied (a barrier), so the requests in flight get their answers as
+// leader; proposals in the short transfer itself are refused (503 6.02),
+// and one appended just before the step-down ends with an unknown outcome,
+// as at any change of leader. It does nothing (false) on a follower or a
+// sole voter, and gives up when ctx ends; raft bounds each step by an
+// election timeout.
 func (n *Node) HandOver(ctx context.Context) (bool, error) {
 	if n.Raft.State() != raft.Leader {
 		return false, nil
@@ -171,8 +175,15 @@ func (n *Node) HandOver(ctx context.Context) (bool, error) {
 	if others == 0 {
 		return false, nil
 	}
+	election := n.Raft.ReloadableConfig().ElectionTimeout
 	done := make(chan error, 1)
-	go func() { done <- n.Raft.LeadershipTransfer().Error() }()
+	go func() {
+		if err := n.Raft.Barrier(election).Error(); err != nil {
+			done <- err
+			return
+		}
+		done <- n.Raft.LeadershipTransfer().Error()
+	}()
 	select {
 	case err := <-done:
 		return err == nil, err

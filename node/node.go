@@ -340,8 +340,9 @@ func (n *Node) Ready() bool { return n.raft.Ready() }
 // ServeErr reports a fatal error of the HTTP server.
 func (n *Node) ServeErr() <-chan error { return n.serveErr }
 
-// handOverTimeout bounds a stopping leader's wait for another to take over
-// (raft itself gives up after an election timeout).
+// handOverTimeout bounds a stopping leader's wait for another to take over.
+// raft bounds the barrier by an election timeout and the transfer by one or
+// two more, so this only matters with election timeouts over ~1.5 s.
 const handOverTimeout = 5 * time.Second
 
 // Shutdown hands leadership to another voter if this node leads, drains
@@ -350,8 +351,9 @@ const handOverTimeout = 5 * time.Second
 func (n *Node) Shutdown(ctx context.Context) error {
 	var err error
 	if n.raft != nil {
-		// Hand leadership over while this node still serves: requests that
-		// reach it meanwhile are forwarded to the new leader.
+		// Hand leadership over while this node still serves: once it
+		// follows, the requests that reach it are forwarded to the new
+		// leader, and the other nodes forward there too.
 		handCtx, cancel := context.WithTimeout(ctx, handOverTimeout)
 		switch handed, herr := n.raft.HandOver(handCtx); {
 		case herr != nil:
