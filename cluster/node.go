@@ -209,10 +209,8 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	}
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
+		rc.TrailingLogs = cfg.SnapshotThreshold / 2
 	}
-	// The log keeps half a threshold of entries after compacting (for a
-	// follower a little behind), whether or not the threshold was given.
-	rc.TrailingLogs = rc.SnapshotThreshold / 2
 	if cfg.SnapshotInterval > 0 {
 		rc.SnapshotInterval = cfg.SnapshotInterval
 	}
