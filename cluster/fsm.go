@@ -211,8 +211,18 @@ func (f *FSM) recoverStore(snaps raft.SnapshotStore, dir string) error {
 		f.logger.Warn("store restore was interrupted; restoring the latest snapshot again", "snapshot", latest.ID)
 	} else {
 		holds, err := snapshotApplied(snaps, dir, latest.ID)
-		if err != nil || applied >= holds {
-			return err
+		switch {
+		case err != nil && applied == 0:
+			// An empty store beside a snapshot lost its data, and cannot
+			// get it back from this one.
+			return fmt.Errorf("cluster: the store is empty and raft's latest snapshot cannot be read: %w", err)
+		case err != nil:
+			// The store may well be whole; the snapshot's own checksum is
+			// verified when it is restored or sent to a follower.
+			f.logger.Warn("raft's latest snapshot cannot be read; starting from the store as it is", "snapshot", latest.ID, "error", err)
+			return nil
+		case applied >= holds:
+			return nil
 		}
 		f.logger.Warn("the store holds less than raft's latest snapshot (a lost or replaced store folder); restoring the snapshot",
 			"applied_index", applied, "snapshot", latest.ID, "snapshot_applied_index", holds)
@@ -226,9 +236,10 @@ func (f *FSM) recoverStore(snaps raft.SnapshotStore, dir string) error {
 
 // snapshotApplied is the last index the FSM had applied when the snapshot
 // was taken. The index is among the stream's first records, but raft's Open
-// reads the whole file to check its CRC (raft already does so once at
-// start, and a large store's snapshot is over a gigabyte), so the state file
-// is read directly where raft's file store keeps it; Open is the fallback.
+// reads the whole file to check its CRC first (over a gigabyte at a million
+// orders, at every start), so the state file is read directly where raft's
+// file store keeps it; Open is the fallback. The CRC is still checked when
+// the snapshot is restored (here or on a follower).
 func snapshotApplied(snaps raft.SnapshotStore, dir, id string) (uint64, error) {
 	if f, err := os.Open(filepath.Join(dir, "snapshots", id, "state.bin")); err == nil {
 		idx, err := persistence.SnapshotAppliedIndex(f)
