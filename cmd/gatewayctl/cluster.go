@@ -143,10 +143,9 @@ func envOr(name, def string) string {
 	return def
 }
 
-// memberURL turns --addr into a member's base URL. Members serve plain HTTP,
-// and --addr takes what gatewayd's --join takes (node/config.go
-// joinAddress): host:port or http://host:port. https:// and paths are
-// refused rather than turned into http://https://h:p.
+// memberURL turns --addr into a member's base URL. Members serve plain HTTP:
+// --addr is host:port or http://host:port (a host alone is port 80).
+// https:// and paths are refused rather than turned into http://https://h:p.
 func memberURL(addr string) (string, error) {
 	if len(addr) >= 8 && strings.EqualFold(addr[:8], "https://") {
 		return "", fmt.Errorf("--addr %q: members serve plain HTTP; give host:port or http://host:port", addr)
@@ -156,7 +155,12 @@ func memberURL(addr string) (string, error) {
 		hp = hp[7:]
 	}
 	hp = strings.TrimSuffix(hp, "/")
-	if _, port, err := net.SplitHostPort(hp); err != nil || port == "" || strings.ContainsAny(hp, "/?#@") {
+	// A host without a port is port 80 (a member behind a proxy).
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil && !strings.Contains(hp, ":") {
+		host, port, err = hp, "80", nil
+	}
+	if err != nil || host == "" || port == "" || strings.ContainsAny(hp, "/?#@ ") {
 		return "", fmt.Errorf("--addr %q: want a member's HTTP address, host:port or http://host:port", addr)
 	}
 	return "http://" + hp, nil

@@ -250,11 +250,19 @@ func TestClusterAddr(t *testing.T) {
 			t.Errorf("--addr %s: exit %d %s", ok, code, errOut.String())
 		}
 	}
+	// A host alone is port 80: a member behind a proxy.
+	for in, want := range map[string]string{"gw.internal": "http://gw.internal", "http://lb/": "http://lb",
+		"[::1]:8080": "http://[::1]:8080"} {
+		if got, err := memberURL(in); err != nil || got != want {
+			t.Errorf("memberURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
 	for bad, want := range map[string]string{
 		"https://" + addr:        "plain HTTP",
 		addr + "/admin/v1":       "host:port or http://host:port",
 		"http://" + addr + "/x":  "host:port or http://host:port",
-		"localhost":              "host:port or http://host:port",
+		"localhost:":             "host:port or http://host:port",
+		"http://:8080":           "host:port or http://host:port",
 		"ftp://" + addr:          "host:port or http://host:port",
 		"http://https://" + addr: "host:port or http://host:port",
 	} {
