@@ -142,8 +142,8 @@ func TestClusterMinorityPartition(t *testing.T) {
 	for _, n := range h.nodes {
 		n.with(func(_ *Node, st *persistence.Store) {
 			for i := 0; i < minorityTries; i++ {
-				if o, _ := st.GetOrder(testMerchant, fmt.Sprintf("minority-%d", i)); o != nil {
-					t.Errorf("%s holds minority-%d, which was never acknowledged", n.id, i)
+				if o, err := st.GetOrder(testMerchant, fmt.Sprintf("minority-%d", i)); err != nil || o != nil {
+					t.Errorf("%s holds minority-%d, which was never acknowledged (%v)", n.id, i, err)
 				}
 			}
 		})
@@ -276,7 +276,10 @@ func TestInterruptedRestoreRecovers(t *testing.T) {
 		if err := nd.Raft.Snapshot().Error(); err != nil {
 			t.Fatal(err)
 		}
-		want, _, _ = st.Digest()
+		var err error
+		if want, _, err = st.Digest(); err != nil || want == "" {
+			t.Fatalf("digest before the kill: %q, %v", want, err)
+		}
 	})
 	h.kill(0)
 
@@ -301,8 +304,8 @@ func TestInterruptedRestoreRecovers(t *testing.T) {
 		if nd.FSM.Restores() != 1 {
 			t.Fatalf("start restored %d snapshots, want 1", nd.FSM.Restores())
 		}
-		got, _, _ := st.Digest()
-		if got != want {
+		got, _, err := st.Digest()
+		if err != nil || got != want {
 			t.Fatalf("state after recovery differs: %.12s, want %.12s", got, want)
 		}
 	})

@@ -64,8 +64,8 @@ func TestCancelledProposalIsNotProposed(t *testing.T) {
 		t.Fatal("a cancelled proposal succeeded")
 	}
 	h.nodes[0].with(func(_ *Node, store *persistence.Store) {
-		if o, _ := store.GetOrder(testMerchant, "gone"); o != nil {
-			t.Fatalf("the cancelled command was applied: %+v", o)
+		if o, err := store.GetOrder(testMerchant, "gone"); err != nil || o != nil {
+			t.Fatalf("the cancelled command was applied: %+v (%v)", o, err)
 		}
 	})
 }

@@ -294,12 +294,10 @@ func TestWebhookSlowEndpointDoesNotStarveOthers(t *testing.T) {
 		chargeWithCallback(a, t, hung.URL())
 	}
 	hung.waitCalls(1, 5*time.Second)
-	start := time.Now()
+	// Held up behind A's hanging deliveries, B's would wait for their 10 s
+	// response timeout (webhook.DefaultResponseTimeout): well past 3 s.
 	chargeWithCallback(b, t, fast.URL())
 	fast.waitCalls(1, 3*time.Second)
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("merchant B's notification took %s behind a hanging endpoint", d)
-	}
 }
 
 // Request-time SSRF refusal on a node that does not allow private callbacks;

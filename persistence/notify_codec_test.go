@@ -162,8 +162,8 @@ func TestNotificationLifecycle(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, &want) {
 		t.Fatalf("after failed attempt: %v\n got %+v\nwant %+v", err, got, &want)
 	}
-	if due, _ := ts.DueNotifications(4999, 10, nil); len(due) != 0 {
-		t.Fatalf("due before the retry time: %+v", due)
+	if due, err := ts.DueNotifications(4999, 10, nil); err != nil || len(due) != 0 {
+		t.Fatalf("due before the retry time: %+v (%v)", due, err)
 	}
 	if due, _ := ts.DueNotifications(5000, 10, nil); len(due) != 1 || !bytes.Equal(due[0].Body, n.Body) {
 		t.Fatalf("due at the retry time, with its body: %+v", due)

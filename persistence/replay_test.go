@@ -26,8 +26,8 @@ func TestWalletReplayIsReplicatedState(t *testing.T) {
 	if r := res[1].Outcome.Reject; r == nil || r.Kind != order.RejectReplay || r.Attribute != "payment_source" || res[1].Order != nil {
 		t.Fatalf("second use in the same batch: %+v", res[1])
 	}
-	if o, _ := s.GetOrder("m1", "o2"); o != nil {
-		t.Fatal("refused order was written")
+	if o, err := s.GetOrder("m1", "o2"); err != nil || o != nil {
+		t.Fatalf("refused order was written (%v)", err)
 	}
 	// The same request for the same order: the order-exists rule comes first.
 	if r := apply(walletCreate("o1", "h1", "walleta-pay:aa"))[0]; !r.Outcome.Replay || r.Order == nil {

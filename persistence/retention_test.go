@@ -149,8 +149,8 @@ func TestNotificationRetention(t *testing.T) {
 	if r := ts.apply(12, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, Entries: []NotifyExpiry{refinished}}})[0]; r.Pruned != 1 {
 		t.Fatalf("prune past its finish: %+v", r)
 	}
-	if n, _ := ts.Notification(failed.ID); n != nil {
-		t.Fatalf("pruned notification still reads: %+v", n)
+	if n, err := ts.Notification(failed.ID); err != nil || n != nil {
+		t.Fatalf("pruned notification still reads: %+v (%v)", n, err)
 	}
 	if got := finished(1 << 62); len(got) != 0 {
 		t.Fatalf("index after pruning all finished: %v", got)
