@@ -82,11 +82,7 @@ func (s *Server) merchantEndpoints() map[string]endpoint {
 		}),
 		"void": operation(ignoreNow(api.ValidateVoid), func(s *Server, c *call, r *api.VoidRequest) answer {
 			// 0 (no amount) voids the full amount; the order refuses any other.
-			var amount int64
-			if r.Amount != nil {
-				amount = *r.Amount
-			}
-			return s.operate(c, order.KindVoid, *r.OrderID, amount, "")
+			return s.operate(c, order.KindVoid, *r.OrderID, deref(r.Amount), "")
 		}),
 		"refund": operation(ignoreNow(api.ValidateRefund), func(s *Server, c *call, r *api.RefundRequest) answer {
 			return s.operate(c, order.KindRefund, *r.OrderID, *r.Amount, deref(r.RefundReasonCode))
@@ -292,11 +288,13 @@ func (s *Server) status(c *call, r *api.StatusRequest) answer {
 	return answer{body: body}
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
+// deref is an optional member's value, its zero value when absent.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
 	}
-	return *p
+	return v
 }
 
 func twoDigitMonth(m string) string {
