@@ -92,30 +92,3 @@ func TestMaskPAN(t *testing.T) {
 		}
 	}
 }
-
-func TestCurrencyExponent(t *testing.T) {
-	cases := map[string]int{"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "KRW": 0, "VND": 0, "KWD": 3, "BHD": 3,
-		"TND": 3, "CLF": 4, "UYW": 4, "XOF": 0, "XCG": 2, "ZWG": 2, "SLE": 2, "VED": 2}
-	for code, want := range cases {
-		got, ok := CurrencyExponent(code)
-		if !ok || got != want {
-			t.Errorf("CurrencyExponent(%q) = %d, %v; want %d", code, got, ok, want)
-		}
-	}
-	for _, code := range []string{"", "usd", "US", "USDX", "XYZ", "XAU", "XXX", "XTS", "XDR", "HRK", "ZWL"} {
-		if _, ok := CurrencyExponent(code); ok {
-			t.Errorf("CurrencyExponent(%q) accepted", code)
-		}
-	}
-	for code, e := range iso4217 {
-		if len(code) != 3 || !validCountry(code) {
-			t.Errorf("malformed code %q", code)
-		}
-		if e != 0 && e != 2 && e != 3 && e != 4 {
-			t.Errorf("%s: odd exponent %d", code, e)
-		}
-	}
-	if n := len(iso4217); n < 150 {
-		t.Errorf("table has only %d codes", n)
-	}
-}

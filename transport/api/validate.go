@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/paygate/gateway/transport/apierr"
+	"github.com/paygate/gateway/transport/currency"
 )
 
 // Bounds the interface leaves open (see README.md).
@@ -352,10 +353,10 @@ func (v *violations) currency(p *string) {
 		v.add(famCurrency, "currency", "currency should have exactly 3 characters")
 		return
 	}
-	if IsCurrency(s) {
+	if currency.Known(s) {
 		return
 	}
-	if up := strings.ToUpper(s); IsCurrency(up) {
+	if up := strings.ToUpper(s); currency.Known(up) {
 		v.add(famCurrency, "currency", "currency should be an upper-case ISO-4217 code: "+up)
 		return
 	}

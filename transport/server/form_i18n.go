@@ -221,7 +221,7 @@ var numberFormat = map[string][2]string{
 }
 
 // formatAmount renders an amount in minor units for people: the currency's
-// minor-unit exponent (api.CurrencyExponent) places the decimal separator,
+// minor-unit exponent (currency.Currency.Exponent) places the decimal separator,
 // the language picks the separators, and the ISO code follows:
 // 102050 USD → "1,020.50 USD" (en), "1.020,50 USD" (de); 500 JPY → "500 JPY".
 func formatAmount(amount int64, currency string, exp int, lang string) string {

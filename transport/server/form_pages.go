@@ -12,8 +12,8 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
-	"github.com/paygate/gateway/transport/api"
 	"github.com/paygate/gateway/transport/apierr"
+	"github.com/paygate/gateway/transport/currency"
 )
 
 // The pages are plain HTML, CSS and JavaScript embedded in the binary: no
@@ -142,9 +142,9 @@ func (s *Server) newPageData(o *order.Order) *pageData {
 		}
 	}
 	d.Description = o.Description
-	exp, ok := api.CurrencyExponent(o.Currency)
-	if !ok {
-		exp = 2
+	exp := 2
+	if c, ok := currency.Lookup(o.Currency); ok {
+		exp = c.Exponent
 	}
 	d.Amount = formatAmount(o.Amount, o.Currency, exp, lang)
 	d.OrderID = o.ID

@@ -9,6 +9,7 @@ import (
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/api"
 	"github.com/paygate/gateway/transport/apierr"
+	"github.com/paygate/gateway/transport/currency"
 	"github.com/paygate/gateway/transport/wallet"
 	"github.com/paygate/gateway/transport/wallet/walleta"
 	"github.com/paygate/gateway/transport/wallet/walletb"
@@ -203,12 +204,9 @@ func walletMatchesOrder(p *wallet.Payment, r *api.WalletRequest, merchantID stri
 		if p.Amount != *r.Amount {
 			return sourceError("payment_source amount does not match the order amount")
 		}
-		want := strings.ToUpper(*r.Currency)
-		same := p.Currency == want
-		if num, ok := wallet.CurrencyNumeric(want); ok {
-			same = p.CurrencyNumeric == num
-		}
-		if !same {
+		// The token carries the numeric code; compare codes, not names.
+		c, ok := currency.Lookup(strings.ToUpper(*r.Currency))
+		if !ok || p.CurrencyNumeric != c.Numeric {
 			return sourceError("payment_source currency does not match the order currency")
 		}
 	case wallet.WalletB:

@@ -39,7 +39,7 @@ func TestWalletKeysOff(t *testing.T) {
 }
 
 func TestWalletMatchesOrder(t *testing.T) {
-	amount, usd, jpy := int64(1000), "USD", "jpy"
+	amount, usd, jpy, xad := int64(1000), "USD", "jpy", "XAD"
 	req := func(cur *string) *api.WalletRequest {
 		return &api.WalletRequest{OrderFields: api.OrderFields{Amount: &amount, Currency: cur}}
 	}
@@ -51,6 +51,7 @@ func TestWalletMatchesOrder(t *testing.T) {
 	}{
 		{"walleta same", wallet.Payment{Wallet: wallet.WalletA, Amount: 1000, Currency: "USD", CurrencyNumeric: "840"}, req(&usd), true},
 		{"walleta lower-case order currency", wallet.Payment{Wallet: wallet.WalletA, Amount: 1000, Currency: "JPY", CurrencyNumeric: "392"}, req(&jpy), true},
+		{"walleta XAD", wallet.Payment{Wallet: wallet.WalletA, Amount: 1000, Currency: "XAD", CurrencyNumeric: "396"}, req(&xad), true},
 		{"walleta amount", wallet.Payment{Wallet: wallet.WalletA, Amount: 999, Currency: "USD", CurrencyNumeric: "840"}, req(&usd), false},
 		{"walleta currency", wallet.Payment{Wallet: wallet.WalletA, Amount: 1000, Currency: "EUR", CurrencyNumeric: "978"}, req(&usd), false},
 		{"walleta unknown numeric", wallet.Payment{Wallet: wallet.WalletA, Amount: 1000, CurrencyNumeric: "999"}, req(&usd), false},

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/paygate/gateway/transport/currency"
 	"github.com/paygate/gateway/transport/wallet"
 	"github.com/paygate/gateway/transport/wallet/walleta"
 )
@@ -40,8 +41,8 @@ func (ds *DevSet) WalletA(version string, p PaymentInput) (walleta.Token, error)
 // defaults must already be applied when its zero values matter).
 func WalletAPayload(p PaymentInput) ([]byte, error) {
 	numeric := p.Currency
-	if n, ok := wallet.CurrencyNumeric(p.Currency); ok {
-		numeric = n
+	if c, ok := currency.Lookup(p.Currency); ok {
+		numeric = c.Numeric
 	}
 	if len(p.ExpYear) != 4 || len(p.ExpMonth) != 2 {
 		return nil, errors.New("tokenmaker: ExpYear must have 4 digits and ExpMonth 2")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/paygate/gateway/transport/currency"
 	"github.com/paygate/gateway/transport/wallet"
 	"github.com/paygate/gateway/transport/wallet/internal/field"
 )
@@ -64,7 +65,9 @@ func parsePayload(plain []byte) (*wallet.Payment, error) {
 		return nil, fmt.Errorf("%w: currencyCode is not a 3-digit ISO-4217 code", ErrFormat)
 	}
 	p.CurrencyNumeric = pl.CurrencyCode
-	p.Currency, _ = wallet.CurrencyAlpha(pl.CurrencyCode)
+	if c, ok := currency.LookupNumeric(pl.CurrencyCode); ok {
+		p.Currency = c.Alpha
+	}
 	amount, err := strconv.ParseInt(pl.TransactionAmount.String(), 10, 64)
 	if err != nil || amount < 0 {
 		return nil, fmt.Errorf("%w: transactionAmount is not a non-negative integer", ErrFormat)
