@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -319,6 +320,70 @@ func TestOpenLoopDropsWhenQueueFull(t *testing.T) {
 	}
 	if rep.Errors.Total != 0 {
 		t.Errorf("drops are not request errors: %+v", rep.Errors)
+	}
+	if ol.Queue != 1 {
+		t.Errorf("open loop reports a queue of %d, want 1", ol.Queue)
+	}
+	var out bytes.Buffer
+	rep.WriteSummary(&out)
+	if !strings.Contains(out.String(), "of the arrivals were dropped") || !strings.Contains(out.String(), "lower bound") {
+		t.Errorf("the summary does not warn that dropped arrivals leave the percentiles a lower bound:\n%s", out.String())
+	}
+}
+
+// TestOpenLoopDefaultQueueHoldsASecond: the default queue holds a second of
+// arrivals (at least 10 per worker), so a stall shorter than that is
+// measured, each waiting arrival with its wait, instead of dropped.
+func TestOpenLoopDefaultQueueHoldsASecond(t *testing.T) {
+	for _, tc := range []struct {
+		rate        float64
+		concurrency int
+		want        int
+	}{{0, 16, 160}, {100, 16, 160}, {2000, 4, 2000}, {2000.5, 4, 2001}, {rateMax, 4, queueMax}} {
+		c := Config{Rate: tc.rate, Concurrency: tc.concurrency}.withDefaults()
+		if c.Queue != tc.want {
+			t.Errorf("rate %g, concurrency %d: queue %d, want %d", tc.rate, tc.concurrency, c.Queue, tc.want)
+		}
+	}
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Rate, cfg.Concurrency, cfg.Duration = 500, 1, 600*time.Millisecond
+	g.stall(time.Now().Add(100*time.Millisecond), 200*time.Millisecond)
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ol := rep.OpenLoop; ol.Dropped != 0 || ol.Queue != 500 {
+		t.Errorf("open loop %+v: a 200 ms stall at 500/s should fit the default queue", ol)
+	}
+	if p99 := rep.Ops["charge"].P99US; p99 < 100_000 {
+		t.Errorf("charge p99 %dµs: the 200 ms stall is not in it", p99)
+	}
+}
+
+// TestTinyRateEnds: a rate so low that its second arrival falls far past
+// the window ends the run after the first one; the offset must not wrap
+// around into the past and flood the target.
+func TestTinyRateEnds(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Duration = 300 * time.Millisecond
+	cfg.Rate = rateMin
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil || rep.OpenLoop.Scheduled != 1 || rep.Ops["charge"].Count != 1 {
+		t.Errorf("open loop %+v, charge %+v, context %v", rep.OpenLoop, rep.Ops["charge"], ctx.Err())
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), rateMin / 2, 1e-11, -1} {
+		c := cfg
+		c.Rate = bad
+		if err := c.Validate(); err == nil {
+			t.Errorf("rate %g accepted", bad)
+		}
 	}
 }
 

@@ -63,7 +63,7 @@ load:
   --rate R               open loop: R arrivals per second, latency from the intended send time
                          (default 0: closed loop)
   --queue N              open loop: arrivals that may wait for a worker before new ones are
-                         dropped (default 10 × concurrency)
+                         dropped (default a second of arrivals, at least 10 × concurrency)
   --mix SPEC             mixed weights (default charge=50,status=40,lifecycle=10)
   --orders N             status/mixed: orders created before the window to read (default 500)
   --pool-file FILE       status/mixed: read these existing order ids (one per line) instead
@@ -186,8 +186,10 @@ func parseRunArgs(args []string) (runArgs, error) {
 	switch c := ra.cfg; {
 	case c.Concurrency <= 0, c.Orders <= 0:
 		return ra, errors.New("--concurrency and --orders must be positive")
-	case c.Duration <= 0, c.Timeout <= 0, ra.readyTimeout <= 0:
-		return ra, errors.New("--duration, --timeout and --ready-timeout must be positive")
+	case c.Duration <= 0, c.Timeout <= 0, ra.readyTimeout <= 0, c.WebhookWait <= 0:
+		return ra, errors.New("--duration, --timeout, --ready-timeout and --webhook-wait must be positive")
+	case c.Queue < 0, c.Queue == 0 && flagGiven(fs, "queue"):
+		return ra, errors.New("--queue must be positive")
 	}
 	switch {
 	case targets == "" && ra.spawn == 0:
@@ -426,7 +428,7 @@ func mainCompare(args []string, stdout, stderr io.Writer) int {
 	for _, line := range layerLines(a, b) {
 		fmt.Fprintln(stdout, line)
 	}
-	for _, note := range []string{stealNote(a, b), readsNote(a, b)} {
+	for _, note := range []string{stealNote(a, b), readsNote(a, b), droppedNote(a, b)} {
 		if note != "" {
 			fmt.Fprintln(stdout, note)
 		}
@@ -517,4 +519,11 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// flagGiven reports whether the command line set the flag named name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

@@ -40,6 +40,11 @@ func TestMainUsageErrors(t *testing.T) {
 		{"run", "--target", "http://127.0.0.1:1", "--workload", "nope"},
 		{"run", "--target", "http://127.0.0.1:1", "--workload", "mixed", "--mix", "refund=1"},
 		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "--duration", "0s"},
+		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "--rate", "100", "--queue", "0"},
+		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "--rate", "100", "--queue", "-5"},
+		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "--webhook-wait", "0s"},
+		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "--rate", "NaN"},
+		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "--rate", "1e-11"},
 		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "--no-such-flag"},
 		{"run", "--target", "http://127.0.0.1:1", "--workload", "ceiling", "extra"},
 		{"compare", "one.json"},
@@ -249,7 +254,7 @@ func TestCompare(t *testing.T) {
 		found := false
 		for _, l := range lines {
 			f := strings.Fields(l)
-			if len(f) == 11 && f[1] == op {
+			if len(f) == 13 && f[1] == op {
 				found = true
 				if got := []string{f[4], f[7], f[10]}; strings.Join(got, " ") != strings.Join(ratios, " ") {
 					t.Errorf("%s ratios %v, want %v", op, got, ratios)
@@ -415,5 +420,53 @@ func TestCompareRunsByMedian(t *testing.T) {
 	// A: rate 2000, p99 2000; B: rate 4000, p99 2000 (the mean of the middle two).
 	if r.A.Throughput != 2000 || r.B.Throughput != 4000 || r.Throughput != 2 || r.P99 != 1 || r.A.Count != 30 || r.B.Count != 20 {
 		t.Errorf("row %+v", r)
+	}
+}
+
+// TestCompareCollapsedSide: a side with no success is a ratio of 0.00x, not
+// "no ratio"; its latencies are "-", not 0 µs; both sides' errors show; a
+// side whose open loop dropped arrivals is named in a note.
+func TestCompareCollapsedSide(t *testing.T) {
+	ra := report("charge", map[string]OpReport{"charge": {Count: 1000, Throughput: 1000, P50US: 900, P99US: 5000}})
+	rb := report("charge", map[string]OpReport{"charge": {Errors: 10000}})
+	rb.OpenLoop = &OpenLoopReport{Scheduled: 12000, Sent: 5258, Dropped: 6742, Queue: 160}
+	a, b := writeReports(t, ra), writeReports(t, rb)
+	var stdout, stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"compare", a, b}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var row []string
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if f := strings.Fields(l); len(f) == 13 && f[1] == "charge" {
+			row = f
+		}
+	}
+	want := []string{"charge", "charge", "1000.0", "0.0", "0.00x", "900µs", "-", "-", "5.00ms", "-", "-", "0", "10000"}
+	if strings.Join(row, " ") != strings.Join(want, " ") {
+		t.Errorf("row %q, want %q\n%s", row, want, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "open-loop arrivals dropped: up to 0.0% in A, 56.2% in B") {
+		t.Errorf("no note on the dropped arrivals:\n%s", stdout.String())
+	}
+	if note := droppedNote([]Report{ra}, []Report{ra}); note != "" {
+		t.Errorf("closed loops on both sides: %q", note)
+	}
+}
+
+// TestSlowestSecondIsInTheWindow: the timeline's entry past the window (the
+// operations that ended after it) is never named as the slowest second.
+func TestSlowestSecondIsInTheWindow(t *testing.T) {
+	r := report("charge", map[string]OpReport{"charge": {Count: 30}})
+	r.Timeline = []Second{
+		{T: 0, Ops: map[string]SecondOp{"charge": {Count: 10, P99US: 2000, MaxUS: 2100}}},
+		{T: 1, Ops: map[string]SecondOp{"charge": {Count: 10, P99US: 3000, MaxUS: 3100}}},
+		{T: 2, AfterWindow: true, Ops: map[string]SecondOp{"charge": {Count: 1, P99US: 90000, MaxUS: 90000}}},
+	}
+	if got := r.slowestSecond(); !strings.Contains(got, "p99 3.00ms") || !strings.Contains(got, " at 1s ") {
+		t.Errorf("slowest second %q, want second 1", got)
+	}
+	r.Timeline = r.Timeline[1:]
+	if got := r.slowestSecond(); got != "" {
+		t.Errorf("a one-second window named a slowest second: %q", got)
 	}
 }

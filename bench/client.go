@@ -51,6 +51,9 @@ func newClient(target, pk, sk string, conns int, timeout time.Duration) (*client
 			MaxConnWaitTimeout:  timeout,
 			MaxIdleConnDuration: time.Minute,
 			MaxResponseBodySize: 4 << 20,
+			// fasthttp retries an idempotent request (the ceiling's GET)
+			// up to 5 times by default, which would hide its failures.
+			MaxIdemponentCallAttempts: 1,
 		},
 		pk: pk, key: signature.NewKey(pk, sk), timeout: timeout,
 		uris: map[string]string{"healthz": base + "/healthz"},

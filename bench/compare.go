@@ -3,12 +3,14 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 )
 
 // Ratio compares one operation of run B with the same operation of run A.
 // The ratios are B/A: throughput above 1 means B did more per second,
-// latency below 1 means B was faster. A ratio is 0 when A's value is 0.
+// latency below 1 means B was faster. A ratio is NaN (printed "-") when
+// A's value is 0 or when either side has no latency (no success).
 type Ratio struct {
 	Workload   string
 	OpA, OpB   string // the same unless B is set against a ceiling run's healthz
@@ -136,19 +138,43 @@ func medianOp(runs []OpReport) OpReport {
 }
 
 func ratio(workload, opA, opB string, a, b OpReport) Ratio {
-	return Ratio{
+	r := Ratio{
 		Workload: workload, OpA: opA, OpB: opB, A: a, B: b,
 		Throughput: div(b.Throughput, a.Throughput),
-		P50:        div(float64(b.P50US), float64(a.P50US)),
-		P99:        div(float64(b.P99US), float64(a.P99US)),
+		P50:        math.NaN(),
+		P99:        math.NaN(),
 	}
+	if a.Count > 0 && b.Count > 0 {
+		r.P50 = div(float64(b.P50US), float64(a.P50US))
+		r.P99 = div(float64(b.P99US), float64(a.P99US))
+	}
+	return r
 }
 
+// div is b/a, NaN when a is 0: "no reference", which a real 0 (B collapsed)
+// must not be confused with.
 func div(b, a float64) float64 {
 	if a == 0 {
-		return 0
+		return math.NaN()
 	}
 	return b / a
+}
+
+// droppedNote warns when open-loop runs on either side dropped arrivals:
+// their percentiles leave out what the queue could not hold.
+func droppedNote(a, b []Report) string {
+	most := func(rs []Report) float64 {
+		share := 0.0
+		for _, r := range rs {
+			share = max(share, r.OpenLoop.droppedShare())
+		}
+		return share
+	}
+	da, db := most(a), most(b)
+	if da == 0 && db == 0 {
+		return ""
+	}
+	return fmt.Sprintf("open-loop arrivals dropped: up to %.1f%% in A, %.1f%% in B; the percentiles of a side that dropped are a lower bound", 100*da, 100*db)
 }
 
 // stealNote says how much CPU the hypervisor took during each side's runs
@@ -238,21 +264,32 @@ func WriteComparison(w io.Writer, rows []Ratio, note string) {
 		}
 		wlWidth, opWidth = max(wlWidth, len(r.Workload)), max(opWidth, len(ops[i]))
 	}
-	fmt.Fprintf(w, "%-*s  %-*s %10s %10s %7s %9s %9s %7s %9s %9s %7s\n", wlWidth, "workload", opWidth, "op",
-		"ops/s A", "ops/s B", "B/A", "p50 A", "p50 B", "B/A", "p99 A", "p99 B", "B/A")
+	fmt.Fprintf(w, "%-*s  %-*s %10s %10s %7s %9s %9s %7s %9s %9s %7s %8s %8s\n", wlWidth, "workload", opWidth, "op",
+		"ops/s A", "ops/s B", "B/A", "p50 A", "p50 B", "B/A", "p99 A", "p99 B", "B/A", "errors A", "errors B")
 	for i, r := range rows {
-		fmt.Fprintf(w, "%-*s  %-*s %10.1f %10.1f %7s %9s %9s %7s %9s %9s %7s\n", wlWidth, r.Workload, opWidth, ops[i],
+		fmt.Fprintf(w, "%-*s  %-*s %10.1f %10.1f %7s %9s %9s %7s %9s %9s %7s %8d %8d\n", wlWidth, r.Workload, opWidth, ops[i],
 			r.A.Throughput, r.B.Throughput, fmtRatio(r.Throughput),
-			fmtUS(r.A.P50US), fmtUS(r.B.P50US), fmtRatio(r.P50),
-			fmtUS(r.A.P99US), fmtUS(r.B.P99US), fmtRatio(r.P99))
+			fmtLatency(r.A, r.A.P50US), fmtLatency(r.B, r.B.P50US), fmtRatio(r.P50),
+			fmtLatency(r.A, r.A.P99US), fmtLatency(r.B, r.B.P99US), fmtRatio(r.P99),
+			r.A.Errors, r.B.Errors)
 	}
 }
 
+// fmtRatio prints a ratio, "-" when there is none (NaN).
 func fmtRatio(x float64) string {
-	if x == 0 {
+	if math.IsNaN(x) {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fx", x)
+}
+
+// fmtLatency prints one of o's percentiles, "-" when o had no success to
+// measure.
+func fmtLatency(o OpReport, us int64) string {
+	if o.Count == 0 {
+		return "-"
+	}
+	return fmtUS(us)
 }
 
 // layerLines compare where each node's CPU per request went, for the

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"sort"
@@ -40,6 +41,7 @@ const (
 	durationMax    = 24 * time.Hour
 	warmupMax      = time.Hour
 	rateMax        = 1_000_000 // arrivals per second
+	rateMin        = 0.01      // one arrival every 100 s: slower is a mistake
 	queueMax       = 1_000_000 // open-loop arrivals waiting for a worker
 	ordersMax      = 1_000_000 // status pool size
 	timeoutMax     = 60 * time.Second
@@ -103,7 +105,10 @@ const (
 	DefaultTimeout     = 10 * time.Second
 	DefaultWebhookWait = 10 * time.Second
 	DefaultMix         = "charge=50,status=40,lifecycle=10"
-	queuePerWorker     = 10 // default open-loop queue: this many arrivals per worker
+	// The default open-loop queue holds a second of arrivals, and at least
+	// this many per worker: a stall shorter than that is measured in full
+	// (each waiting arrival carries its wait) instead of being dropped.
+	queuePerWorker = 10
 )
 
 // withDefaults fills the zero optional fields.
@@ -124,7 +129,7 @@ func (c Config) withDefaults() Config {
 		c.WebhookWait = DefaultWebhookWait
 	}
 	if c.Queue == 0 {
-		c.Queue = queuePerWorker * c.Concurrency
+		c.Queue = min(max(queuePerWorker*c.Concurrency, int(math.Ceil(c.Rate))), queueMax)
 	}
 	if c.Workload == WorkloadMixed && len(c.Mix) == 0 {
 		c.Mix, _ = ParseMix(DefaultMix)
@@ -156,8 +161,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("duration %s outside (0, %s]", c.Duration, durationMax)
 	case c.Warmup < 0 || c.Warmup > warmupMax:
 		return fmt.Errorf("warmup %s outside [0, %s]", c.Warmup, warmupMax)
-	case c.Rate < 0 || c.Rate > rateMax:
-		return fmt.Errorf("rate %g outside [0, %d] (0 = closed loop)", c.Rate, rateMax)
+	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > rateMax || (c.Rate > 0 && c.Rate < rateMin):
+		return fmt.Errorf("rate %g outside [%g, %d] (0 = closed loop)", c.Rate, rateMin, rateMax)
 	case c.Queue < 0 || c.Queue > queueMax:
 		return fmt.Errorf("queue %d outside [0, %d]", c.Queue, queueMax)
 	case c.Orders < 1 || c.Orders > ordersMax:

@@ -48,10 +48,11 @@ type Report struct {
 
 // Second is one second of the measured window: the operations that ended
 // in it. T counts from the window's start; a last entry past the window
-// holds the operations that began in it and ended after it.
+// (AfterWindow) holds the operations that began in it and ended after it.
 type Second struct {
-	T   int                 `json:"t"`
-	Ops map[string]SecondOp `json:"ops"`
+	T           int                 `json:"t"`
+	AfterWindow bool                `json:"after_window,omitempty"`
+	Ops         map[string]SecondOp `json:"ops"`
 }
 
 // SecondOp is one operation's numbers in a Second.
@@ -103,6 +104,16 @@ type OpenLoopReport struct {
 	Sent      int64 `json:"sent"`      // of those, handed to a worker
 	Dropped   int64 `json:"dropped"`   // of those, refused because the queue was full
 	Late      int64 `json:"late"`      // sent more than lateAfter after their intended time
+	Queue     int   `json:"queue"`     // places for arrivals waiting for a worker (--queue)
+}
+
+// droppedShare is the share of the window's arrivals that were dropped, 0
+// for a closed loop.
+func (ol *OpenLoopReport) droppedShare() float64 {
+	if ol == nil || ol.Scheduled == 0 {
+		return 0
+	}
+	return float64(ol.Dropped) / float64(ol.Scheduled)
 }
 
 // WebhookReport is the webhooks workload's account of notifications.
@@ -247,8 +258,12 @@ func (r *Report) WriteSummary(w io.Writer) {
 		fmt.Fprintln(w, line)
 	}
 	if ol := r.OpenLoop; ol != nil {
-		fmt.Fprintf(w, "open loop: %d scheduled, %d sent, %d dropped (queue full), %d late (>%s after intended time)\n",
-			ol.Scheduled, ol.Sent, ol.Dropped, ol.Late, lateAfter)
+		fmt.Fprintf(w, "open loop: %d scheduled, %d sent, %d dropped (queue of %d full), %d late (>%s after intended time)\n",
+			ol.Scheduled, ol.Sent, ol.Dropped, ol.Queue, ol.Late, lateAfter)
+		if ol.Dropped > 0 {
+			fmt.Fprintf(w, "open loop: %.1f%% of the arrivals were dropped: the node did not keep up with the rate, and the percentiles above are a lower bound\n",
+				100*ol.droppedShare())
+		}
 	}
 	if r.HostCPU != nil {
 		fmt.Fprintln(w, r.HostCPU.summary())
@@ -286,12 +301,21 @@ func (r *Report) WriteSummary(w io.Writer) {
 // the workload's first operation, when the window has more than one.
 func (r *Report) slowestSecond() string {
 	names := r.sortedOps()
-	if len(r.Timeline) < 2 || len(names) == 0 {
+	seconds := 0
+	for _, sec := range r.Timeline {
+		if !sec.AfterWindow { // the entry past the window is not a second of it
+			seconds++
+		}
+	}
+	if seconds < 2 || len(names) == 0 {
 		return ""
 	}
 	op := names[0]
 	worst := -1
 	for i, sec := range r.Timeline {
+		if sec.AfterWindow {
+			continue
+		}
 		if o, ok := sec.Ops[op]; ok && o.Count > 0 && (worst < 0 || o.P99US > r.Timeline[worst].Ops[op].P99US) {
 			worst = i
 		}

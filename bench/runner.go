@@ -326,7 +326,7 @@ func (r *run) startTimeline() func() {
 // the notifications received while it waited and those never received.
 func (r *run) cutRest() {
 	if rest := r.stats.cut(); len(rest) > 0 {
-		r.timeline = append(r.timeline, Second{T: len(r.timeline), Ops: rest})
+		r.timeline = append(r.timeline, Second{T: len(r.timeline), AfterWindow: true, Ops: rest})
 	}
 }
 
@@ -414,10 +414,13 @@ func (r *run) schedule(jobs chan<- time.Time) bool {
 	defer timer.Stop()
 	<-timer.C
 	for i := int64(0); ; i++ {
-		t := start.Add(time.Duration(float64(i) * float64(time.Second) / r.cfg.Rate))
-		if !t.Before(r.end) {
+		// The offset is compared before it becomes a Duration, which a
+		// far offset (a tiny rate) would overflow into the past.
+		off := float64(i) * float64(time.Second) / r.cfg.Rate
+		if off >= float64(r.end.Sub(start)) {
 			return false
 		}
+		t := start.Add(time.Duration(off))
 		if d := time.Until(t); d > 0 {
 			timer.Reset(d)
 			select {
@@ -481,7 +484,7 @@ func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool
 	if r.cfg.Rate > 0 {
 		rep.Loop = "open"
 		rep.OpenLoop = &OpenLoopReport{
-			Scheduled: r.scheduled.Load(), Sent: r.sent.Load(), Dropped: r.dropped.Load(), Late: r.late.Load(),
+			Scheduled: r.scheduled.Load(), Sent: r.sent.Load(), Dropped: r.dropped.Load(), Late: r.late.Load(), Queue: r.cfg.Queue,
 		}
 	}
 	return rep
