@@ -374,3 +374,28 @@ func TestFormAndThreeDSAcrossLeaders(t *testing.T) {
 		t.Fatalf("authorised after the failover: %s", done.Body)
 	}
 }
+
+// TestFormPostsHaveTheirOwnRateLimit: anyone holding a form's address can
+// post to it. Those posts are limited at the merchant's rate, but in a
+// bucket of their own: they cannot use up the merchant's signed API calls.
+func TestFormPostsHaveTheirOwnRateLimit(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	m := n.CreateMerchant(t, 5) // burst 10
+	id := newOrderID("formlimit")
+	formURL := initForm(t, m, initBody(id, 1020, "EUR"))
+
+	limited := 0
+	for range 30 {
+		if st, _, _ := httpDo(t, "POST", formURL+"/pay", "application/json", `{}`); st == 429 {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("30 posts at once on the form, none refused: the pages have no rate limit")
+	}
+	for i := range 5 {
+		if r := m.Post(t, "status", map[string]any{"order_id": id}); r.Status != 200 {
+			t.Fatalf("merchant's status call %d after the form's posts: %d %s", i, r.Status, r.Body)
+		}
+	}
+}

@@ -235,7 +235,7 @@ func (s *Server) formPay(ctx *fasthttp.RequestCtx, o *order.Order) {
 		writePageError(ctx, apierr.New(apierr.BadBody, "content-type", "content-type should be application/json"))
 		return
 	}
-	if m := s.cfg.Merchants.ByID(o.Merchant); m != nil && m.limiter != nil && !m.limiter.Allow() {
+	if m := s.cfg.Merchants.ByID(o.Merchant); m != nil && m.pageLimiter != nil && !m.pageLimiter.Allow() {
 		writePageError(ctx, apierr.New(apierr.RateLimited, "merchant", "rate limit exceeded; retry after the Retry-After delay"))
 		return
 	}
@@ -387,7 +387,7 @@ func (s *Server) issuerAnswer(ctx *fasthttp.RequestCtx, o *order.Order, id strin
 			s.pageError(ctx, true, apierr.New(apierr.Invalid, "outcome", "outcome should be success or failure"))
 			return
 		}
-		if m := s.cfg.Merchants.ByID(o.Merchant); m != nil && m.limiter != nil && !m.limiter.Allow() {
+		if m := s.cfg.Merchants.ByID(o.Merchant); m != nil && m.pageLimiter != nil && !m.pageLimiter.Allow() {
 			s.pageError(ctx, true, apierr.New(apierr.RateLimited, "merchant", "rate limit exceeded; retry after the Retry-After delay"))
 			return
 		}

@@ -22,7 +22,7 @@ const DefaultRateLimitRPS = 100
 const MaxRateLimitRPS = 1_000_000_000
 
 // Merchant is a merchant as the front end needs it: secrets opened, and
-// its rate limiter.
+// its rate limiters.
 type Merchant struct {
 	ID               string
 	Name             string
@@ -31,9 +31,14 @@ type Merchant struct {
 	WebhookPublicKey string
 	WebhookSecret    string
 	RateLimitRPS     int
-	limiter          *rate.Limiter
-	apiKey           *signature.Key // verifies request signatures
-	webhookKey       *signature.Key // signs notifications
+	limiter          *rate.Limiter // the merchant's signed API calls
+	// pageLimiter is for the customers' posts on the hosted form and the
+	// issuer page, at the same rate. Anyone holding a form's address can
+	// post there; with one shared bucket they could use up the merchant's
+	// own API calls.
+	pageLimiter *rate.Limiter
+	apiKey      *signature.Key // verifies request signatures
+	webhookKey  *signature.Key // signs notifications
 }
 
 // WebhookKey is the merchant's webhook key pair, prepared for signing
@@ -72,9 +77,10 @@ func (m *Merchants) Put(rec *persistence.Merchant) error {
 	mer := &Merchant{
 		ID: rec.ID, Name: rec.Name, APIPublicKey: rec.APIPublicKey, APISecret: string(api),
 		WebhookPublicKey: rec.WebhookPublicKey, WebhookSecret: string(hook), RateLimitRPS: rps,
-		limiter:    rate.NewLimiter(rate.Limit(rps), 2*rps),
-		apiKey:     signature.NewKey(rec.APIPublicKey, string(api)),
-		webhookKey: signature.NewKey(rec.WebhookPublicKey, string(hook)),
+		limiter:     rate.NewLimiter(rate.Limit(rps), 2*rps),
+		pageLimiter: rate.NewLimiter(rate.Limit(rps), 2*rps),
+		apiKey:      signature.NewKey(rec.APIPublicKey, string(api)),
+		webhookKey:  signature.NewKey(rec.WebhookPublicKey, string(hook)),
 	}
 	m.mu.Lock()
 	m.byKey[mer.APIPublicKey] = mer
