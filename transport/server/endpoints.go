@@ -101,7 +101,7 @@ func (s *Server) serveMerchant(ctx *fasthttp.RequestCtx, op string) {
 	start := time.Now()
 	ep, ok := s.endpoints[op]
 	if !ok {
-		op = "unknown"
+		op = opUnknown
 	}
 	status := s.serveOp(ctx, op, ep, ok)
 	s.metrics.observe(op, status, start)

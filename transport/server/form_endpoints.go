@@ -411,8 +411,8 @@ func allowMethod(ctx *fasthttp.RequestCtx, method string) bool {
 	return false
 }
 
-// writePageJSON answers one of the pages' own calls. Like every answer under
-// /api/ it is JSON; it is never cached.
+// writePageJSON answers one of the pages' own calls. Like the operations'
+// answers it is JSON; it is never cached.
 func writePageJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,4 +43,21 @@ func (m *requestMetrics) observe(op string, status int, start time.Time) {
 	}
 	c.Inc()
 	h.UpdateDuration(start)
+}
+
+// opUnknown labels requests to a path that names no operation: one label
+// for them all, or any client could create series at will.
+const opUnknown = "unknown"
+
+// opLabel is the op a request to path is counted under: the operation it
+// names under /api/v3/ or /api/v1/, else opUnknown.
+func (s *Server) opLabel(path string) string {
+	for _, prefix := range []string{"/api/v3/", "/api/v1/"} {
+		if op, ok := strings.CutPrefix(path, prefix); ok {
+			if _, known := s.endpoints[op]; known {
+				return op
+			}
+		}
+	}
+	return opUnknown
 }

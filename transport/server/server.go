@@ -199,7 +199,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	}
 	path := string(ctx.Path())
 	if len(ctx.Request.Body()) > BodyBytesMax {
-		writeError(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"))
+		s.refuse(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"), time.Now())
 		return
 	}
 	if s.servePages(ctx, path) {
@@ -231,11 +231,29 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 // transportError answers errors fasthttp meets before the handler (a body
 // over the limit, a malformed request) in the contract's JSON shape.
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
+	start := time.Now()
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		writeError(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"))
+		s.refuse(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"), start)
 		return
 	}
-	writeError(ctx, apierr.New(apierr.BadBody, "body", "request could not be read"))
+	e := apierr.New(apierr.BadBody, "body", "request could not be read")
+	// A connection that sent no whole request before the read timeout (a
+	// browser's preconnect left idle) is answered, but it made no request
+	// to count.
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		writeError(ctx, e)
+		return
+	}
+	s.refuse(ctx, e, start)
+}
+
+// refuse answers a request refused before serveMerchant and counts it as
+// serveMerchant counts its answers: the request metrics would otherwise
+// miss every 413 and 400 2.07.
+func (s *Server) refuse(ctx *fasthttp.RequestCtx, e *apierr.Error, start time.Time) {
+	writeError(ctx, e)
+	s.metrics.observe(s.opLabel(string(ctx.Path())), e.Code.HTTP, start)
 }
 
 // requestHasher is a keyed HMAC-SHA256 state with room for its sum. They are
