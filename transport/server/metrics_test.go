@@ -84,8 +84,9 @@ func TestEarlyRefusalsAreCounted(t *testing.T) {
 		{"body over 1 MiB", post("/api/v3/charge", len(big), big), "charge", 413},
 		{"body over 1 MiB, v1", post("/api/v1/status", len(big), big), "status", 413},
 		{"body over 1 MiB, no operation", post("/api/v3/nothing", len(big), big), "unknown", 413},
-		// Over fasthttp's own limit: refused by transportError.
-		{"body over the transport limit", post("/api/v3/refund", bodyBytesHardMax+1, ""), "refund", 413},
+		// Announced over the limit up to which a body is read and
+		// discarded: refused once its first bytes came, the rest unread.
+		{"body over the discard limit", post("/api/v3/refund", bodyBytesHardMax+1, strings.Repeat("x", 16<<10)), "refund", 413},
 		{"unreadable request", "NOT A REQUEST\r\n\r\n", "unknown", 400},
 	} {
 		series := fmt.Sprintf(`{op=%q,code="%d"}`, c.op, c.code)

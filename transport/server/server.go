@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/go-json-experiment/json"
+	"github.com/valyala/bytebufferpool"
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/actors"
@@ -35,9 +37,10 @@ import (
 )
 
 // BodyBytesMax is the largest request body accepted (contract section 3).
-// The handler refuses larger bodies with a JSON 413; fasthttp's own limit
-// is higher (bodyBytesHardMax) so a client that sends a moderately large
-// body reads that answer instead of a reset connection.
+// Larger bodies are refused with a JSON 413. One of up to bodyBytesHardMax
+// is read and discarded first, so that a client that sent a moderately
+// large body reads that answer instead of a reset connection; a larger one
+// closes the connection after the answer.
 const (
 	BodyBytesMax     = 1 << 20
 	bodyBytesHardMax = 8 << 20
@@ -107,9 +110,14 @@ func New(cfg Config) *Server {
 	}
 	s.endpoints = s.merchantEndpoints()
 	s.http = &fasthttp.Server{
-		Handler:            s.route,
-		Name:               "gatewayd",
-		MaxRequestBodySize: bodyBytesHardMax,
+		Handler: s.route,
+		Name:    "gatewayd",
+		// Bodies are streamed to the handler, which reads them as they
+		// arrive (readBody). Without streaming fasthttp reserves the whole
+		// announced Content-Length before the first byte comes: anyone,
+		// unsigned, could pin 8 MiB per connection with a header alone.
+		StreamRequestBody:  true,
+		MaxRequestBodySize: BodyBytesMax,
 		ReadTimeout:        30 * time.Second,
 		WriteTimeout:       30 * time.Second,
 		IdleTimeout:        120 * time.Second,
@@ -198,8 +206,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	path := string(ctx.Path())
-	if len(ctx.Request.Body()) > BodyBytesMax {
-		s.refuse(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"), time.Now())
+	if e := readBody(ctx); e != nil {
+		s.refuse(ctx, e, time.Now())
 		return
 	}
 	if s.servePages(ctx, path) {
@@ -228,12 +236,49 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	}
 }
 
+func bodyTooLarge() *apierr.Error {
+	return apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes")
+}
+
+// readBody reads the streamed request body into the request, at most
+// BodyBytesMax, in a buffer that grows with the bytes that actually
+// arrive. A body over the limit is refused (413): one that
+// announced up to bodyBytesHardMax is discarded as it arrives so the
+// client can read the answer, any other closes the connection after it.
+func readBody(ctx *fasthttp.RequestCtx) *apierr.Error {
+	req := &ctx.Request
+	if !req.IsBodyStream() {
+		return nil // no body, or one already in memory
+	}
+	stream := ctx.RequestBodyStream()
+	if n := req.Header.ContentLength(); n > BodyBytesMax {
+		if n > bodyBytesHardMax {
+			ctx.SetConnectionClose()
+		} else if _, err := io.Copy(io.Discard, stream); err != nil {
+			ctx.SetConnectionClose()
+		}
+		return bodyTooLarge()
+	}
+	buf := bytebufferpool.Get()
+	defer bytebufferpool.Put(buf)
+	if _, err := buf.ReadFrom(io.LimitReader(stream, BodyBytesMax+1)); err != nil {
+		ctx.SetConnectionClose()
+		return apierr.New(apierr.BadBody, "body", "request could not be read")
+	}
+	if buf.Len() > BodyBytesMax { // a chunked body: no length announced
+		ctx.SetConnectionClose()
+		return bodyTooLarge()
+	}
+	req.SetBody(buf.B)
+	return nil
+}
+
 // transportError answers errors fasthttp meets before the handler (a body
 // over the limit, a malformed request) in the contract's JSON shape.
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	start := time.Now()
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		s.refuse(ctx, apierr.New(apierr.BodyTooLarge, "body", "body should be at most 1048576 bytes"), start)
+		s.refuse(ctx, bodyTooLarge(), start)
 		return
 	}
 	e := apierr.New(apierr.BadBody, "body", "request could not be read")
