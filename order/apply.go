@@ -209,9 +209,19 @@ func applyVoid(cur *Order, cmd *Command) (*Order, Outcome) {
 	return next, Outcome{TxnID: cmd.TxnID, StatusChanged: true}
 }
 
+// MaxRefunds bounds an order's refunds. Each adds a transaction to the
+// order, which every later change rewrites whole (in Pebble, and in every
+// answer and notification): without a bound a merchant could grow one order
+// without end, one minor unit at a time.
+const MaxRefunds = 100
+
 func applyRefund(cur *Order, cmd *Command) (*Order, Outcome) {
 	if cur.Status != StatusSettled {
 		return illegal(cur, "refund")
+	}
+	if refunds(cur) >= MaxRefunds {
+		return cur, reject(RejectIllegalStatus, "status",
+			fmt.Sprintf("order has %d refunds, the most allowed: the refund operation is illegal", MaxRefunds))
 	}
 	left := cur.SettledAmount - cur.RefundedAmount
 	if cmd.Amount <= 0 || cmd.Amount > left {
@@ -231,4 +241,15 @@ func applyRefund(cur *Order, cmd *Command) (*Order, Outcome) {
 		RefundReasonCode: cmd.RefundReasonCode,
 	})
 	return next, out
+}
+
+// refunds counts the order's refund transactions.
+func refunds(o *Order) int {
+	n := 0
+	for i := range o.Txns {
+		if o.Txns[i].Operation == OpRefund {
+			n++
+		}
+	}
+	return n
 }

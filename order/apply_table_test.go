@@ -278,3 +278,31 @@ func TestAutoSettleOnlyWhenDue(t *testing.T) {
 		}
 	}
 }
+
+// TestRefundsAreBounded: an order takes at most MaxRefunds refunds, each
+// of the smallest amount if the merchant likes; the next is refused, with
+// the order unchanged, even with money left to refund.
+func TestRefundsAreBounded(t *testing.T) {
+	o := fxBase(order.StatusSettled)
+	o.Amount, o.SettledAmount = 1_000_000, 1_000_000
+	o.Txns = []order.Transaction{fxTxn("t1", order.OpAuth, order.TxnSuccess, o.Amount, fxEpoch),
+		fxTxn("t2", order.OpSettle, order.TxnSuccess, o.Amount, fxEpoch)}
+	refund := func(i int) *order.Command {
+		return &order.Command{Kind: order.KindRefund, Time: fxEpoch + int64(i+1)*fxSecond, Merchant: "m1",
+			OrderID: "o1", TxnID: fmt.Sprintf("r%d", i), Amount: 1}
+	}
+	for i := range order.MaxRefunds {
+		next, out := order.Apply(o, refund(i))
+		if out.Reject != nil {
+			t.Fatalf("refund %d refused: %+v", i+1, out.Reject)
+		}
+		o = next
+	}
+	next, out := order.Apply(o, refund(order.MaxRefunds))
+	if out.Reject == nil || out.Reject.Kind != order.RejectIllegalStatus || next != o {
+		t.Fatalf("refund %d: %+v, order changed %v", order.MaxRefunds+1, out.Reject, next != o)
+	}
+	if o.RefundedAmount != order.MaxRefunds || o.Status != order.StatusSettled {
+		t.Errorf("after %d refunds of 1: refunded %d, status %s", order.MaxRefunds, o.RefundedAmount, o.Status)
+	}
+}
