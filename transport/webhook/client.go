@@ -10,7 +10,9 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -437,14 +439,69 @@ func (c *Client) exchange(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.
 	if err = conn.SetReadDeadline(deadline); err != nil {
 		return false, st, err
 	}
-	// At most c.max bytes are read: a larger Content-Length or chunk fails
-	// at once with fasthttp.ErrBodyTooLarge, and the connection is dropped.
-	err = resp.ReadBody(br, c.max)
-	if err == nil && resp.Header.ContentLength() == -1 {
-		err = resp.Header.ReadTrailer(br) // the end of a chunked body
-	}
+	err = readBody(br, resp, c.max)
 	// Bytes beyond the answer mean the connection is out of step.
 	return keep && err == nil && br.Buffered() == 0, st, err
+}
+
+// readBody reads resp's body from br, at most limit bytes: a larger
+// Content-Length fails at once with fasthttp.ErrBodyTooLarge, as does the
+// byte after limit of a chunked body or one that runs until the connection
+// closes. The body is kept in a buffer that grows as its bytes arrive, never
+// by what the receiver announced: fasthttp's own ReadBody makes a buffer of
+// the whole Content-Length (or chunk size) before reading, so a receiver
+// answering "Content-Length: 1048576", one byte and nothing more held 1 MiB
+// per attempt for as long as the attempt lasted.
+func readBody(br *bufio.Reader, resp *fasthttp.Response, limit int) error {
+	var (
+		src     io.Reader = br
+		n                 = limit + 1 // read one byte more to notice the excess
+		exact   bool
+		chunked bool
+	)
+	switch cl := resp.Header.ContentLength(); {
+	case cl > limit:
+		return fasthttp.ErrBodyTooLarge
+	case cl >= 0:
+		n, exact = cl, true
+	case cl == -1:
+		src, chunked = httputil.NewChunkedReader(br), true
+	}
+	// The response's own (pooled) body buffer, grown as needed.
+	body, err := appendBody(resp.SwapBody(nil)[:0], src, n)
+	resp.SwapBody(body)
+	switch {
+	case err == io.EOF && exact:
+		return io.ErrUnexpectedEOF // the connection closed before the announced length
+	case err != nil && err != io.EOF:
+		return err
+	case len(body) > limit:
+		return fasthttp.ErrBodyTooLarge
+	case chunked:
+		return resp.Header.ReadTrailer(br) // the end of a chunked body
+	}
+	return nil
+}
+
+// bodyGrowth is the least a body buffer grows by at a time.
+const bodyGrowth = 4 << 10
+
+// appendBody appends to dst what r yields, until n bytes or an error (io.EOF
+// at the end of the body). dst grows with what has arrived, doubling from
+// bodyGrowth, and never beyond n more than it held: memory follows the bytes
+// received, not the bytes announced.
+func appendBody(dst []byte, r io.Reader, n int) ([]byte, error) {
+	for n > 0 {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, min(n, max(len(dst), bodyGrowth)))
+		}
+		m, err := r.Read(dst[len(dst):min(cap(dst), len(dst)+n)])
+		dst, n = dst[:len(dst)+m], n-m
+		if err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
 }
 
 // maxInterim is how many interim (1xx) responses may come before the final
