@@ -360,6 +360,9 @@ type SelfStatus struct {
 	DigestIndex uint64 `json:"digest_index,omitempty"`
 }
 
+// Leading reports whether the node was the leader when it answered.
+func (s SelfStatus) Leading() bool { return s.State == raft.Leader.String() }
+
 // Self reports this node's raft state; withDigest adds the state digest.
 func (n *Node) Self(withDigest bool) (SelfStatus, error) {
 	_, leader := n.Raft.LeaderWithID()

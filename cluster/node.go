@@ -133,10 +133,8 @@ type Node struct {
 	readyTerm atomic.Uint64
 	barrierMu sync.Mutex
 	verify    leaderVerifier
-	// ready is what a follower's Ready goes by (readiness.go), and observed
-	// the transport that feeds it.
-	ready    *readiness
-	observed *observedTransport
+	// ready is what a follower's CaughtUp goes by (readiness.go).
+	ready *readiness
 }
 
 // Start opens the raft log and joins or bootstraps the cluster.
@@ -243,11 +241,8 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 		wal.Close()
 		return nil, err
 	}
-	// The leader's commit index is read off the RPCs it sends (readiness.go).
-	observed := observeLeader(trans, newLeaderCommits(rc.HeartbeatTimeout))
-	r, err := raft.NewRaft(rc, fsm, logs, wal, snaps, observed.forRaft())
+	r, err := raft.NewRaft(rc, fsm, logs, wal, snaps, trans)
 	if err != nil {
-		observed.stop()
 		wal.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
@@ -256,16 +251,14 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 			ID: rc.LocalID, Address: trans.LocalAddr(),
 		}}})
 		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			r.Shutdown().Error() // Error closes the transport
-			observed.stop()
+			r.Shutdown()
 			wal.Close()
 			return nil, fmt.Errorf("bootstrap: %w", err)
 		}
 	}
 	n := &Node{
 		cfg: cfg, Raft: r, FSM: fsm, wal: wal, transport: netTrans, hadState: hasState,
-		observed:      observed,
-		ready:         &readiness{commits: observed.commits, logs: logs},
+		ready:         &readiness{logs: logs},
 		commitLat:     metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_commit_seconds`, stageBuckets),
 		entryCommands: metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_entry_commands`, entryCommandBuckets),
 		proposalWait:  metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_proposal_wait_seconds`, stageBuckets),
@@ -314,20 +307,17 @@ func (n *Node) LeaderID() (id, addr string) {
 	return string(i), string(a)
 }
 
-// Ready reports whether the node can serve: it knows a leader it can reach
-// (itself, or one whose HTTP address is recorded, to forward to) and has
-// applied the log. The leader has applied its log up to its commit index.
-// A follower's own commit index trails the leader's by what it has not yet
-// stored (it is 0 after a restart until entries arrive): it goes by the
-// leader's commit index as the leader's RPCs name it, and is ready once
-// its store holds what the leader had committed (readiness.go).
+// Ready reports whether the node can serve as far as it alone can tell: it
+// knows a leader it can reach (itself, or one whose HTTP address is
+// recorded, to forward to) and has applied its log up to the commit index
+// it knows. That is all of it for the leader. A follower's own commit index
+// trails the leader's by what it has not yet stored (it is 0 after a
+// restart until entries arrive), so whether a follower has caught up is
+// asked of the leader: CaughtUp (readiness.go), which transport/server's
+// /readyz adds.
 func (n *Node) Ready() bool {
-	r := n.Route()
-	if !r.Self && r.LeaderHTTP == "" {
+	if r := n.Route(); !r.Self && r.LeaderHTTP == "" {
 		return false
-	}
-	if !r.Self {
-		return n.followerReady()
 	}
 	return n.FSM.AppliedIndex() >= n.Raft.CommitIndex() || n.Raft.AppliedIndex() >= n.Raft.CommitIndex()
 }
@@ -360,9 +350,6 @@ func (n *Node) Shutdown() error {
 		n.FSM.pace.stop() // raft's shutdown waits for a snapshot being written
 	}
 	err := n.Raft.Shutdown().Error()
-	// raft closes the transport on its first shutdown only, which may have
-	// been its own (a leader that removed itself): stop the relay here too.
-	n.observed.stop()
 	if n.transport != nil {
 		n.transport.Close()
 	}

@@ -221,7 +221,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	case path == "/healthz":
 		writeJSON(ctx, 200, map[string]string{"status": "ok"})
 	case path == "/readyz":
-		if s.cfg.Cluster.Ready() {
+		if s.ready() {
 			writeJSON(ctx, 200, map[string]string{"status": "ready"})
 		} else {
 			writeJSON(ctx, 503, map[string]string{"status": "not ready"})
@@ -271,6 +271,33 @@ func readBody(ctx *fasthttp.RequestCtx) *apierr.Error {
 	}
 	req.SetBody(buf.B)
 	return nil
+}
+
+// readyWait bounds how long a follower's /readyz waits for its store to
+// reach the leader's commit index: one that keeps up gets there within
+// milliseconds.
+const readyWait = 500 * time.Millisecond
+
+// ready is /readyz: the node knows a leader and has caught up. The leader
+// knows by itself (cluster.Node.Ready). A follower's own commit index does
+// not say how far behind it is, so it asks the leader for its commit index
+// and is ready once its store holds it (cluster.Node.CaughtUp).
+func (s *Server) ready() bool {
+	c := s.cfg.Cluster
+	if !c.Ready() {
+		return false
+	}
+	r := c.Route()
+	if r.Self {
+		return true
+	}
+	st, err := s.peerSelf(r.LeaderHTTP, false)
+	if err != nil || !st.Leading() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyWait)
+	defer cancel()
+	return c.CaughtUp(ctx, st.CommitIndex)
 }
 
 // transportError answers errors fasthttp meets before the handler (a body
