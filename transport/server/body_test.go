@@ -124,3 +124,22 @@ func TestBodyLimits(t *testing.T) {
 		t.Fatalf("chunked body over 1 MiB: %d %s", resp.StatusCode, got)
 	}
 }
+
+// TestMultipartBodyIsHeldToTheLimit: fasthttp parses a multipart/form-data
+// body before the handler when asked to, with no size limit in streaming
+// mode (files past 16 MiB go to temporary files). The gateway reads no
+// multipart forms: such a body is a body like any other, 1 MiB at most.
+func TestMultipartBodyIsHeldToTheLimit(t *testing.T) {
+	ln := bodyTestServer(t)
+	c, err := ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	part := "--b\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n" + strings.Repeat("x", BodyBytesMax+1) + "\r\n--b--\r\n"
+	st, body := exchange(t, c, bufio.NewReader(c), fmt.Sprintf(
+		"POST /api/v3/charge HTTP/1.1\r\nHost: gw\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n%s", len(part), part))
+	if st != 413 || !strings.Contains(body, `"2.01"`) {
+		t.Fatalf("multipart body over 1 MiB: %d %s", st, body)
+	}
+}

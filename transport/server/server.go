@@ -118,12 +118,16 @@ func New(cfg Config) *Server {
 		// unsigned, could pin 8 MiB per connection with a header alone.
 		StreamRequestBody:  true,
 		MaxRequestBodySize: BodyBytesMax,
-		ReadTimeout:        30 * time.Second,
-		WriteTimeout:       30 * time.Second,
-		IdleTimeout:        120 * time.Second,
-		ErrorHandler:       s.transportError,
-		NoDefaultDate:      false,
-		CloseOnShutdown:    true,
+		// Nor may fasthttp parse a multipart/form-data body before the
+		// handler: in streaming mode it does so with no size limit. The
+		// gateway reads no multipart forms; such a body is read as any other.
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  30 * time.Second,
+		WriteTimeout:                 30 * time.Second,
+		IdleTimeout:                  120 * time.Second,
+		ErrorHandler:                 s.transportError,
+		NoDefaultDate:                false,
+		CloseOnShutdown:              true,
 		// fasthttp quotes up to 400 bytes of a request it cannot parse in
 		// its error: the body of a charge, card number and CVV included.
 		SecureErrorLogMessage: true,
@@ -247,8 +251,12 @@ func bodyTooLarge() *apierr.Error {
 // client can read the answer, any other closes the connection after it.
 func readBody(ctx *fasthttp.RequestCtx) *apierr.Error {
 	req := &ctx.Request
-	if !req.IsBodyStream() {
-		return nil // no body, or one already in memory
+	if !req.IsBodyStream() { // no body, or one fasthttp already read
+		if len(req.Body()) > BodyBytesMax {
+			ctx.SetConnectionClose()
+			return bodyTooLarge()
+		}
+		return nil
 	}
 	stream := ctx.RequestBodyStream()
 	if n := req.Header.ContentLength(); n > BodyBytesMax {
