@@ -301,26 +301,21 @@ func (r *Report) WriteSummary(w io.Writer) {
 // the workload's first operation, when the window has more than one.
 func (r *Report) slowestSecond() string {
 	names := r.sortedOps()
-	seconds := 0
-	for _, sec := range r.Timeline {
-		if !sec.AfterWindow { // the entry past the window is not a second of it
-			seconds++
-		}
-	}
-	if seconds < 2 || len(names) == 0 {
+	if len(names) == 0 {
 		return ""
 	}
 	op := names[0]
-	worst := -1
+	seconds, worst := 0, -1
 	for i, sec := range r.Timeline {
 		if sec.AfterWindow {
-			continue
+			continue // not a second of the window: its operations only ended late
 		}
+		seconds++
 		if o, ok := sec.Ops[op]; ok && o.Count > 0 && (worst < 0 || o.P99US > r.Timeline[worst].Ops[op].P99US) {
 			worst = i
 		}
 	}
-	if worst < 0 {
+	if seconds < 2 || worst < 0 {
 		return ""
 	}
 	o := r.Timeline[worst].Ops[op]
