@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +19,7 @@ import (
 
 // NotifyStore is what webhook delivery reads from the store.
 type NotifyStore interface {
-	DueNotifications(now int64, limit int, skip func(id string) bool) ([]*persistence.Notification, error)
+	DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*persistence.Notification, error)
 	NextNotificationDueAfter(t int64) (int64, error)
 	PendingNotificationCount() (int, error)
 }
@@ -40,10 +39,16 @@ type WebhookConfig struct {
 	RetryDelays []time.Duration
 	// PerEndpoint bounds concurrent deliveries to one merchant endpoint.
 	PerEndpoint int
+	// EndpointQueue bounds the notifications handed to one endpoint at a
+	// time, queued or under way (default 1,024). Past it the rest wait in
+	// the outbox, where scans pass over them without loading them: a
+	// receiver that hangs holds that many in memory, not its whole backlog,
+	// and it does not keep the scans from everyone else's notifications.
+	EndpointQueue int
 	// AttemptTimeout bounds one attempt (connect + response).
 	AttemptTimeout time.Duration
-	// LeaseSlack is added to AttemptTimeout to form a handed-out
-	// notification's lease (default 10 s).
+	// LeaseSlack is added to AttemptTimeout to form an attempt's lease
+	// (default 10 s).
 	LeaseSlack time.Duration
 	// Poll bounds the time between two scans of the outbox: the safety net
 	// for ended leases and anything missed. New notifications are offered
@@ -68,10 +73,18 @@ type WebhookConfig struct {
 //	            └─ …                                            └─ … (at most PerEndpoint at once)
 //
 // The outbox (persistence) is the truth. A notification is handed to the
-// tree when due and leased until its attempt's result is committed; an
-// attempt that never reports back (a crash past the restart budget, a lost
-// message) is handed out again when its lease ends, so nothing is dropped,
-// and at-least-once delivery tolerates the rare duplicate.
+// tree when due and stays handed out while its endpoint actor holds it,
+// until its attempt's result is committed. One that the tree lets go of
+// without a result (an endpoint actor stopped past its restart budget, the
+// node no longer leading) is handed out again once an attempt's lease has
+// passed since; one that never reports back (a message lost) once its
+// hand-out has lasted longer than any queue could hold it. So nothing is
+// dropped, and at-least-once delivery tolerates the rare duplicate.
+//
+// Each endpoint gets at most EndpointQueue notifications at a time. What
+// does not fit waits in the outbox, and then so do that endpoint's newer
+// notifications, until a scan has handed out everything older: scans hand
+// out in due order, and an endpoint's notifications reach it in that order.
 type Webhooks struct {
 	cfg        WebhookConfig
 	system     *actor.ActorSystem
@@ -89,12 +102,36 @@ type Webhooks struct {
 	// none): the next scan is timed for it.
 	retryAt int64
 	// backlog is set when the last scan handed out a full page: more may be
-	// due, and the next scan follows once the in-flight set has halved.
-	backlog bool
+	// due, and the next scan follows once half of that page is attempted
+	// (pageLeft counts what is still held of it, page names it).
+	backlog  bool
+	page     uint64
+	pageLeft int
+	// behind is set while the outbox may hold due notifications that no
+	// scan has reached (the last scan stopped at a full page): new
+	// notifications wait behind them, for the scans, to keep due order.
+	behind bool
 	// offered wakes the dispatcher: notifications were offered, or a retry
 	// was scheduled (it recomputes when to scan).
 	offered  chan struct{}
-	inflight map[string]time.Time // notification id → lease end
+	inflight map[string]*handout // notification id
+	// queued counts the notifications each endpoint actor holds (queued or
+	// under way): at most EndpointQueue.
+	queued map[string]int // endpoint
+	// spilled names the endpoints with due notifications left in the
+	// outbox for want of room, and when that last happened: their new
+	// notifications wait there too, behind the older ones, until a scan
+	// that began after that has found them all room.
+	spilled map[string]time.Time // endpoint
+	// gen counts Run's leaderships: an endpoint actor of an earlier one
+	// reports nothing.
+	gen uint64
+	// heldLease is the longest a notification can wait in a full endpoint
+	// queue and be attempted; a hand-out that outlasts it was lost.
+	heldLease time.Duration
+	// scanTook is how long the last scan took: under a backlog that
+	// scans pass over, the next waits ten times that at least.
+	scanTook time.Duration
 	// done remembers when each attempt's result was committed. A scan that
 	// started before that read the outbox too early: its view of the
 	// notification is stale and must not hand it out again.
@@ -103,6 +140,20 @@ type Webhooks struct {
 	endpoints atomic.Int64
 
 	m webhookMetrics
+}
+
+// handout is the dispatcher's record of a notification given to the tree.
+type handout struct {
+	endpoint string
+	// held is set while the endpoint actor holds it (counted in queued);
+	// cleared when the actor let go of it without a result.
+	held bool
+	// expires ends the hand-out: after it a scan may hand the notification
+	// out again (an endpoint actor still holding it drops the copy). While
+	// held it is heldLease from the hand-out, then an attempt's lease from
+	// the attempt's start or from when the tree let go of it.
+	expires time.Time
+	page    uint64 // the scan that handed it out (0: offered)
 }
 
 // deliveryBuckets bound gateway_webhook_delivery_seconds, from a
@@ -139,6 +190,10 @@ func newWebhookMetrics() webhookMetrics {
 // dueBatchNotifications is the default ScanPage.
 const dueBatchNotifications = 2000
 
+// endpointQueueNotifications is the default EndpointQueue: with a receiver
+// answering in 3 ms, 16 at a time, a fifth of a second of notifications.
+const endpointQueueNotifications = 1024
+
 // NewWebhooks makes the delivery machinery; Run starts it.
 func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 	if cfg.PerEndpoint <= 0 {
@@ -156,17 +211,33 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 	if cfg.ScanPage <= 0 {
 		cfg.ScanPage = dueBatchNotifications
 	}
+	if cfg.EndpointQueue <= 0 {
+		cfg.EndpointQueue = endpointQueueNotifications
+	}
 	w := &Webhooks{
 		cfg: cfg, system: system, wake: make(chan struct{}, 1), offered: make(chan struct{}, 1),
-		inflight: map[string]time.Time{},
+		inflight: map[string]*handout{},
+		queued:   map[string]int{},
+		spilled:  map[string]time.Time{},
 		done:     map[string]time.Time{},
 		m:        newWebhookMetrics(),
+		// A full queue is attempted PerEndpoint at a time, each attempt
+		// within AttemptTimeout.
+		heldLease: time.Duration(cfg.EndpointQueue/cfg.PerEndpoint+1)*cfg.AttemptTimeout + cfg.LeaseSlack,
 	}
 	return w
 }
 
 // Endpoints is how many callback endpoints have an actor.
 func (w *Webhooks) Endpoints() int64 { return w.endpoints.Load() }
+
+// FullEndpoints is how many endpoints have due notifications waiting in the
+// outbox for room (EndpointQueue).
+func (w *Webhooks) FullEndpoints() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.spilled)
+}
 
 // Wake asks for an immediate scan of the outbox (a redelivery was
 // committed).
@@ -202,12 +273,13 @@ func (w *Webhooks) Offer(created []*persistence.Notification) {
 
 // Run delivers until ctx ends (leadership lost or shutdown).
 func (w *Webhooks) Run(ctx context.Context) {
-	props := actor.PropsFromProducer(func() actor.Actor { return &webhookSupervisor{w: w, endpoints: map[string]*endpointRef{}} },
-		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider)))
+	gen := w.setRunning(true)
+	defer w.setRunning(false)
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &webhookSupervisor{w: w, gen: gen, endpoints: map[string]*endpointRef{}}
+	}, actor.WithSupervisor(actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider)))
 	w.supervisor = w.system.Root.Spawn(props)
 	defer w.system.Root.Stop(w.supervisor)
-	w.setRunning(true)
-	defer w.setRunning(false)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	sweep := time.NewTicker(w.cfg.EndpointIdle / 2)
@@ -218,10 +290,15 @@ func (w *Webhooks) Run(ctx context.Context) {
 		for scan := false; !scan; {
 			// The next scan: when the earliest scheduled retry is due, and
 			// at the latest one poll interval after the last (leases that
-			// ended, anything missed).
+			// ended, anything missed); but not sooner than ten times the
+			// last scan's length after it, so that scans passing over a
+			// large backlog take a tenth of a core at most.
 			next := lastScan.Add(w.cfg.Poll)
 			if r := w.nextRetry(); !r.IsZero() && r.Before(next) {
 				next = r
+			}
+			if earliest := lastScan.Add(10 * w.scanTook); next.Before(earliest) {
+				next = earliest
 			}
 			timer.Reset(time.Until(next))
 			select {
@@ -269,17 +346,39 @@ func (w *Webhooks) poke() {
 	}
 }
 
-func (w *Webhooks) setRunning(on bool) {
+// setRunning starts or ends a leadership and returns its generation. At
+// the end the tree is stopping: what it held is no longer counted, and may
+// be handed out again an attempt's lease from now, by when any attempt
+// still under way has ended.
+func (w *Webhooks) setRunning(on bool) uint64 {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.running = on
 	w.fresh = nil
-	w.mu.Unlock()
+	if on {
+		w.gen++
+		return w.gen
+	}
+	end := time.Now().Add(w.attemptLease())
+	for _, h := range w.inflight {
+		h.held = false
+		if h.expires.After(end) {
+			h.expires = end
+		}
+	}
+	clear(w.queued)
+	clear(w.spilled)
+	w.backlog, w.behind, w.pageLeft = false, false, 0
+	return w.gen
 }
+
+// attemptLease is how long an attempt and the commit of its result can
+// take.
+func (w *Webhooks) attemptLease() time.Duration { return w.cfg.AttemptTimeout + w.cfg.LeaseSlack }
 
 // dispatchFresh hands out the offered notifications.
 func (w *Webhooks) dispatchFresh() {
 	now := w.cfg.Now()
-	lease := now.Add(w.cfg.AttemptTimeout + w.cfg.LeaseSlack)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	fresh := w.fresh
@@ -290,9 +389,56 @@ func (w *Webhooks) dispatchFresh() {
 		if _, attempted := w.done[n.ID]; attempted || w.busy(n.ID, now, now) {
 			continue
 		}
-		w.inflight[n.ID] = lease
-		w.system.Root.Send(w.supervisor, n)
+		ep := persistence.Endpoint(n.URL)
+		// Older notifications may wait in the outbox: this one waits there
+		// too, behind them, for the scans.
+		if _, spilled := w.spilled[ep]; spilled || w.behind || !w.hasRoom(n.ID, ep) {
+			if !w.behind {
+				w.spilled[ep] = time.Now()
+			}
+			continue
+		}
+		w.handOut(n, ep, now, 0)
 	}
+}
+
+// scanRoom is one scan's view of the endpoints' room, to pass over the
+// notifications that will not fit without loading them.
+type scanRoom struct {
+	room map[string]int // endpoint → room left
+	// full are the endpoints the scan found without room, numbered in the
+	// order it did: their later notifications are passed over too, to keep
+	// due order.
+	full map[string]int
+	// unnamed are the notifications whose index entry did not name their
+	// endpoint, loaded to learn it, with how many endpoints were full when
+	// the scan came to them.
+	unnamed map[string]int
+}
+
+// take reports whether a due notification of ep is worth loading. Call with
+// w.mu held.
+func (r *scanRoom) take(w *Webhooks, id, ep string) bool {
+	if ep == "" {
+		r.unnamed[id] = len(r.full)
+		return true
+	}
+	if _, full := r.full[ep]; full {
+		return false
+	}
+	if h := w.inflight[id]; h != nil && h.held {
+		return true // counted already: handed out again
+	}
+	left, seen := r.room[ep]
+	if !seen {
+		left = w.cfg.EndpointQueue - w.queued[ep]
+	}
+	if left <= 0 {
+		r.full[ep] = len(r.full)
+		return false
+	}
+	r.room[ep] = left - 1
+	return true
 }
 
 func (w *Webhooks) dispatchDue() {
@@ -316,19 +462,22 @@ func (w *Webhooks) dispatchDue() {
 		}
 		w.mu.Unlock()
 	}()
-	// Leased notifications are skipped during the scan, so they are not
-	// even loaded; the check is repeated under the lock below, where it
-	// decides.
-	due, err := w.cfg.Store.DueNotifications(now.UnixNano(), w.cfg.ScanPage, func(id string) bool {
+	// Leased notifications, and those of endpoints without room, are
+	// skipped during the scan, so they are not even loaded; the checks are
+	// repeated under the lock below, where they decide. An index entry
+	// that does not name its endpoint (written by an older version) is
+	// loaded and decided there.
+	scan := scanRoom{room: map[string]int{}, full: map[string]int{}, unnamed: map[string]int{}}
+	due, err := w.cfg.Store.DueNotifications(now.UnixNano(), w.cfg.ScanPage, func(id, ep string) bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return w.busy(id, now, scanStart)
+		return w.busy(id, now, scanStart) || !scan.take(w, id, ep)
 	})
+	w.scanTook = time.Since(scanStart)
 	if err != nil {
 		w.cfg.Logger.Error("scan outbox", "error", err)
 		return
 	}
-	lease := now.Add(w.cfg.AttemptTimeout + w.cfg.LeaseSlack)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, at := range w.done {
@@ -336,35 +485,126 @@ func (w *Webhooks) dispatchDue() {
 			delete(w.done, id) // this scan saw the committed result
 		}
 	}
+	for id, h := range w.inflight {
+		if !h.held && !scanStart.Before(h.expires) {
+			delete(w.inflight, id) // let go of, and free to hand out again
+		}
+	}
+	w.page++
+	w.pageLeft = 0
+	full := map[string]bool{} // endpoints left with due notifications in the outbox
+	for ep := range scan.full {
+		full[ep] = true
+	}
+	blocked := map[string]bool{} // and those found so far in this pass
 	for _, n := range due {
 		if w.busy(n.ID, now, scanStart) {
 			continue
 		}
-		w.inflight[n.ID] = lease
-		w.system.Root.Send(w.supervisor, n)
+		ep := persistence.Endpoint(n.URL)
+		if fullAt, ok := scan.full[ep]; ok {
+			if seen, unnamed := scan.unnamed[n.ID]; unnamed && fullAt < seen {
+				blocked[ep] = true // came after the scan had left some of ep's behind
+			}
+		}
+		if blocked[ep] || !w.hasRoom(n.ID, ep) {
+			blocked[ep], full[ep] = true, true
+			continue
+		}
+		w.handOut(n, ep, now, w.page)
 	}
 	// A full page leaves more due behind it (a receiver back after an
 	// outage, a new leader taking over): release scans again once this
-	// page is half attempted rather than at the next poll.
-	w.backlog = len(due) >= w.cfg.ScanPage
+	// page is half attempted rather than at the next poll. Until a scan
+	// gets to the end, new notifications wait behind what it has not
+	// reached.
+	complete := len(due) < w.cfg.ScanPage
+	w.backlog, w.behind = !complete, !complete
+	for ep := range full {
+		w.spilled[ep] = scanStart
+		if w.queued[ep] <= w.cfg.EndpointQueue/2 {
+			// Room was made while the scan ran, and letGo saw no spill to
+			// wake a scan for.
+			w.Wake()
+		}
+	}
+	if complete {
+		for ep, at := range w.spilled {
+			if !full[ep] && at.Before(scanStart) {
+				delete(w.spilled, ep) // nothing of it left in the outbox
+			}
+		}
+	}
 	w.wakeForBacklog()
 }
 
-// wakeForBacklog asks for the next scan of a backlog once the in-flight set
-// has halved. Call with w.mu held.
+// hasRoom reports whether notification id may be handed to endpoint ep:
+// it has room, or the notification is counted there already. Call with
+// w.mu held.
+func (w *Webhooks) hasRoom(id, ep string) bool {
+	if h := w.inflight[id]; h != nil && h.held {
+		return true
+	}
+	return w.queued[ep] < w.cfg.EndpointQueue
+}
+
+// toEndpoint is a notification handed to the supervisor for endpoint.
+type toEndpoint struct {
+	n        *persistence.Notification
+	endpoint string
+}
+
+// handOut gives n to the tree for endpoint ep, handed out by the scan page
+// (0: offered). Call with w.mu held.
+func (w *Webhooks) handOut(n *persistence.Notification, ep string, now time.Time, page uint64) {
+	h := w.inflight[n.ID]
+	if h == nil || !h.held {
+		h = &handout{endpoint: ep, held: true, page: page}
+		w.inflight[n.ID] = h
+		w.queued[ep]++
+		if page != 0 {
+			w.pageLeft++
+		}
+	}
+	h.expires = now.Add(w.heldLease)
+	w.system.Root.Send(w.supervisor, toEndpoint{n: n, endpoint: ep})
+}
+
+// letGo ends the count of a hand-out the tree no longer holds, and asks for
+// the scans it was waiting for. Call with w.mu held.
+func (w *Webhooks) letGo(h *handout) {
+	if !h.held {
+		return
+	}
+	h.held = false
+	ep := h.endpoint
+	if w.queued[ep]--; w.queued[ep] <= 0 {
+		delete(w.queued, ep)
+	}
+	if h.page == w.page && h.page != 0 {
+		w.pageLeft--
+	}
+	if _, spilled := w.spilled[ep]; spilled && w.queued[ep] <= w.cfg.EndpointQueue/2 {
+		w.Wake() // room for the notifications waiting in the outbox
+	}
+	w.wakeForBacklog()
+}
+
+// wakeForBacklog asks for the next scan of a backlog once half of the last
+// page has been attempted. Call with w.mu held.
 func (w *Webhooks) wakeForBacklog() {
-	if w.backlog && len(w.inflight) <= w.cfg.ScanPage/2 {
+	if w.backlog && w.pageLeft <= w.cfg.ScanPage/2 {
 		w.backlog = false
 		w.Wake()
 	}
 }
 
 // busy reports whether a notification must not be handed out now: it is
-// leased to an attempt, or its attempt's result was committed after the
-// scan that started at scanStart began (the scan's view of it is stale).
-// Call with w.mu held.
+// handed out, or its attempt's result was committed after the scan that
+// started at scanStart began (the scan's view of it is stale). Call with
+// w.mu held.
 func (w *Webhooks) busy(id string, now, scanStart time.Time) bool {
-	if end, ok := w.inflight[id]; ok && now.Before(end) {
+	if h := w.inflight[id]; h != nil && now.Before(h.expires) {
 		return true
 	}
 	at, done := w.done[id]
@@ -372,41 +612,55 @@ func (w *Webhooks) busy(id string, now, scanStart time.Time) bool {
 }
 
 // renewLease starts a notification's lease again as its attempt starts.
-// It may have waited behind a slow endpoint for longer than the lease it
-// was handed out with; an attempt with its result's commit fits in a lease
-// (AttemptTimeout plus LeaseSlack), so while it is under way no scan hands
-// the notification out again, and no copy can reach the endpoint actor
-// after the attempt has ended and it has let go of the notification.
+// An attempt with its result's commit fits in it (AttemptTimeout plus
+// LeaseSlack), so while it is under way no scan hands the notification out
+// again, and no copy can reach the endpoint actor after the attempt has
+// ended and it has let go of the notification.
 func (w *Webhooks) renewLease(id string, now time.Time) {
 	w.mu.Lock()
-	w.inflight[id] = now.Add(w.cfg.AttemptTimeout + w.cfg.LeaseSlack)
+	if h := w.inflight[id]; h != nil {
+		h.expires = now.Add(w.attemptLease())
+	}
 	w.mu.Unlock()
 }
 
+// release ends a notification's hand-out: its attempt ended.
 func (w *Webhooks) release(id string) {
 	w.mu.Lock()
-	delete(w.inflight, id)
+	if h := w.inflight[id]; h != nil {
+		w.letGo(h)
+		delete(w.inflight, id)
+	}
 	w.done[id] = time.Now()
-	w.wakeForBacklog()
 	w.mu.Unlock()
 	// Otherwise no scan now: the endpoint actor queues its own deliveries,
 	// and a retry is due no sooner than the first retry delay, which the
 	// poll interval divides.
 }
 
-// endpointKey groups deliveries by where they go.
-func endpointKey(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
+// abandon records that an endpoint actor of leadership gen stopped holding
+// these notifications without attempting them: they may be handed out
+// again once an attempt's lease has passed.
+func (w *Webhooks) abandon(gen uint64, ids []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if gen != w.gen || !w.running {
+		return // setRunning has let go of them all
 	}
-	return strings.ToLower(u.Scheme + "://" + u.Host)
+	end := time.Now().Add(w.attemptLease())
+	for _, id := range ids {
+		if h := w.inflight[id]; h != nil && h.held {
+			w.letGo(h)
+			h.expires = end
+		}
+	}
 }
 
 // webhookSupervisor routes each due notification to its endpoint's actor,
 // restarts endpoint actors that crash, and retires the idle ones.
 type webhookSupervisor struct {
 	w         *Webhooks
+	gen       uint64 // the leadership it serves
 	endpoints map[string]*endpointRef
 }
 
@@ -436,11 +690,11 @@ type endpointIdle retireIfIdle
 
 func (s *webhookSupervisor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *persistence.Notification:
-		key := endpointKey(m.URL)
+	case toEndpoint:
+		key := m.endpoint
 		ref, ok := s.endpoints[key]
 		if !ok {
-			props := actor.PropsFromProducer(func() actor.Actor { return &endpointActor{w: s.w} },
+			props := actor.PropsFromProducer(func() actor.Actor { return &endpointActor{w: s.w, gen: s.gen} },
 				actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)))
 			ref = &endpointRef{pid: ctx.Spawn(props)}
 			s.endpoints[key] = ref
@@ -448,7 +702,7 @@ func (s *webhookSupervisor) Receive(ctx actor.Context) {
 		}
 		ref.routed++
 		ref.last = s.w.cfg.Now()
-		ctx.Send(ref.pid, m)
+		ctx.Send(ref.pid, m.n)
 	case retireIdleEndpoints:
 		now := s.w.cfg.Now()
 		for key, ref := range s.endpoints {
@@ -478,6 +732,7 @@ func (s *webhookSupervisor) Receive(ctx actor.Context) {
 // a slow or dead endpoint holds its own slots and no one else's.
 type endpointActor struct {
 	w     *Webhooks
+	gen   uint64 // the leadership it serves
 	queue []*persistence.Notification
 	// sending holds the slots: delivery actors whose request to the
 	// endpoint is under way. A slot is freed as soon as the request ends,
@@ -499,6 +754,11 @@ type endpointActor struct {
 	// ends, and behind a slow endpoint one can wait here longer than that:
 	// the copy is dropped, not queued and sent again.
 	held map[string]bool // notification id
+	// ending is set once the actor is stopping or restarting: it starts no
+	// more deliveries (its delivery actors ending would otherwise start the
+	// next ones while the node's next leadership, or this actor's next
+	// incarnation, takes them over).
+	ending bool
 }
 
 // attemptSent tells the endpoint actor that a delivery actor's request has
@@ -536,11 +796,24 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 		if len(e.held) == 0 { // nothing queued, no delivery actor alive
 			ctx.Send(ctx.Parent(), endpointIdle(m))
 		}
+	case *actor.Stopped:
+		// Its delivery actors have ended (and released theirs): what it
+		// still holds was never attempted. The dispatcher hands it out
+		// again.
+		ids := make([]string, 0, len(e.held))
+		for id := range e.held {
+			ids = append(ids, id)
+		}
+		e.w.abandon(e.gen, ids)
+	case *actor.Stopping:
+		e.ending = true
 	case *actor.Restarting:
 		// The queue is in memory: hand it back so the fresh instance (same
 		// mailbox) takes it over. Running children are stopped by the
 		// restart; their leases cover them. (A retirement racing a restart
-		// can drop these: their leases hand them out again.)
+		// can drop these: their hand-outs end and they are handed out
+		// again.)
+		e.ending = true
 		for _, n := range e.queue {
 			ctx.Send(ctx.Self(), n)
 		}
@@ -560,6 +833,9 @@ func (e *endpointActor) requestEnded(id string) {
 // fill starts deliveries while slots are free, skipping (and keeping, in
 // their place) notifications whose order already has one under way.
 func (e *endpointActor) fill(ctx actor.Context) {
+	if e.ending {
+		return
+	}
 	kept := e.queue[:0] // filtered in place: kept never passes the reader
 	for i, n := range e.queue {
 		if len(e.sending) >= e.w.cfg.PerEndpoint {

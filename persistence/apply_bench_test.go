@@ -134,6 +134,46 @@ func BenchmarkDueNotifications(b *testing.B) {
 	}
 }
 
+// BenchmarkDueNotificationsPassOver is one scan of an outbox holding
+// 100,000 due notifications for one endpoint that has no room: the
+// dispatcher passes over every one of them, by the endpoint its index entry
+// names, without loading any (a receiver that hangs under a merchant's
+// traffic). ns/op is the whole scan; ns/entry divides it by the entries.
+func BenchmarkDueNotificationsPassOver(b *testing.B) {
+	const backlog = 100_000
+	l := newChargeLoad(b, false)
+	for i := 0; i < backlog; i += 1000 {
+		batch := l.s.NewBatch()
+		for j := i; j < i+1000; j++ {
+			create, outcome := chargeCmds("hang-"+strconv.Itoa(j), int64(j+1)*1e3)
+			create.Order.Create.CallbackURL = "https://hangs.example/hook"
+			batch.Apply(create)
+			batch.Apply(outcome)
+		}
+		l.idx++
+		if err := batch.Commit(l.idx); err != nil {
+			b.Fatal(err)
+		}
+		batch.Close()
+	}
+	if n, _ := l.s.PendingNotificationCount(); n != backlog {
+		b.Fatalf("%d pending, want %d", n, backlog)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		passed := 0
+		due, err := l.s.DueNotifications(1<<62, 2000, func(_, endpoint string) bool {
+			passed++
+			return endpoint == "https://hangs.example"
+		})
+		if err != nil || len(due) != 0 || passed != backlog {
+			b.Fatalf("due %d, passed over %d, err %v", len(due), passed, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/backlog, "ns/entry")
+}
+
 // BenchmarkPruneNotifications is the retention pass's side of one finished
 // notification: listed from the retention index, then removed by a
 // NotifyPrune of 256 (the scheduler's page), on a store that has delivered

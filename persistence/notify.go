@@ -3,6 +3,8 @@ package persistence
 import (
 	"fmt"
 	"math"
+	"net/url"
+	"strings"
 
 	"github.com/paygate/gateway/order"
 )
@@ -67,6 +69,25 @@ type NotifyUpdate struct {
 
 func notifyKey(id string) []byte { return append([]byte(prefixNotify), id...) }
 
+// Endpoint is the receiver a callback URL points to, lowercased
+// scheme://host[:port]: the webhook dispatcher bounds what it hands to each
+// one, so a slow receiver holds up only its own notifications.
+func Endpoint(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}
+
+// setDue puts n in the delivery queue at its due time. The index entry's
+// value is n's endpoint, so a scan can pass over the notifications of an
+// endpoint that has no room without loading them (DueNotifications).
+// Entries written before it carried one have an empty value.
+func (b *Batch) setDue(n *Notification) {
+	b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), []byte(Endpoint(n.URL)))
+}
+
 func (b *Batch) addNotification(o *order.Order, now int64) {
 	n := &Notification{
 		ID:          NotificationID(o.Merchant, o.ID, o.Version),
@@ -80,7 +101,7 @@ func (b *Batch) addNotification(o *order.Order, now int64) {
 		NextDueAt:   now,
 	}
 	b.putNotification(n)
-	b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), nil)
+	b.setDue(n)
 	b.Created = append(b.Created, n)
 }
 
@@ -139,7 +160,7 @@ func (b *Batch) applyNotify(u *NotifyUpdate) Result {
 	}
 	b.putNotification(n)
 	if n.State == NotifyPending {
-		b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), nil)
+		b.setDue(n)
 	}
 	return Result{Notification: n}
 }
@@ -166,15 +187,16 @@ func notificationIn(r reader, id string) (*Notification, error) {
 }
 
 // DueNotifications lists up to limit pending notifications due at or before
-// now, leaving out (without loading them) those skip names: the dispatcher
-// skips the ones it already has in flight, which under a backlog are most
-// of the queue, and loading each of them on every scan cost more than the
-// deliveries.
-func (s *Store) DueNotifications(now int64, limit int, skip func(id string) bool) ([]*Notification, error) {
+// now, leaving out (without loading them) those skip names. skip gets each
+// one's id and endpoint ("" for an index entry written before entries named
+// it): the dispatcher skips the ones it already has in flight, which under
+// a backlog are most of the queue, and those of endpoints with no room;
+// loading each of them on every scan cost more than the deliveries.
+func (s *Store) DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*Notification, error) {
 	var ids []string
-	err := s.scanTimed(queueIndex, now+1, func(k []byte) bool {
+	err := s.scanTimed(queueIndex, now+1, func(k, v []byte) bool {
 		id := string(k[len(prefixDue)+8:])
-		if skip == nil || !skip(id) {
+		if skip == nil || !skip(id, string(v)) {
 			ids = append(ids, id)
 		}
 		return len(ids) < limit
@@ -214,7 +236,7 @@ func (s *Store) NextNotificationDueAfter(t int64) (int64, error) {
 // PendingNotificationCount is the depth of the delivery queue.
 func (s *Store) PendingNotificationCount() (int, error) {
 	n := 0
-	err := s.scanTimed(queueIndex, math.MaxInt64, func([]byte) bool {
+	err := s.scanTimed(queueIndex, math.MaxInt64, func(_, _ []byte) bool {
 		n++
 		return true
 	})

@@ -100,7 +100,7 @@ func (b *Batch) pruneListed(before int64, n int, entry func(i int) ([]byte, int6
 // the retention pass prunes next.
 func (s *Store) FinishedNotifications(before int64, limit int) ([]NotifyExpiry, error) {
 	var out []NotifyExpiry
-	err := s.scanTimed(finishedIndex, before, func(k []byte) bool {
+	err := s.scanTimed(finishedIndex, before, func(k, _ []byte) bool {
 		out = append(out, NotifyExpiry{ID: string(k[len(prefixFinished)+8:]), FinishedAt: dueTime(prefixFinished, k)})
 		return len(out) < limit
 	})
@@ -150,7 +150,7 @@ func (b *Batch) applyIdemPrune(p *IdemPrune) Result {
 // before, oldest first.
 func (s *Store) ExpiredIdempotency(before int64, limit int) ([]IdemExpiry, error) {
 	var out []IdemExpiry
-	err := s.scanTimed(idemAgeIndex, before, func(k []byte) bool {
+	err := s.scanTimed(idemAgeIndex, before, func(k, _ []byte) bool {
 		r := splitRef(k[len(prefixIdemAge)+8:])
 		if !utf8.ValidString(r.OrderID) {
 			// A prune is a JSON command, which cannot carry it: such a key

@@ -34,7 +34,7 @@ const (
 	prefixPending  = "p/" // p/<merchant>\x00<order_id> → "" (authorisation due at the acquirer, as of the last checkpoint: pending.go)
 	prefixNotify   = "w/" // w/<notification id> → Notification without its body (notify_codec.go)
 	prefixBody     = "b/" // b/<notification id> → the notification's body, written once
-	prefixDue      = "q/" // q/<due ns BE><notification id> → "" (webhook queue)
+	prefixDue      = "q/" // q/<due ns BE><notification id> → endpoint (webhook queue; empty in older entries)
 	prefixFinished = "x/" // x/<finished ns BE><notification id> → "" (delivered: retention)
 	prefixReplay   = "r/" // r/<wallet replay key> → <merchant>\x00<order_id> (wallet token used)
 )

@@ -128,10 +128,10 @@ func (s *Store) resetTimed() {
 	}
 }
 
-// scanTimed calls fn with a schedule's keys due before end, in due order,
-// until fn returns false. It starts at the floor and raises the floor to
-// the first key it finds.
-func (s *Store) scanTimed(ix timedIndex, end int64, fn func(k []byte) bool) error {
+// scanTimed calls fn with a schedule's keys due before end, and their
+// values, in due order, until fn returns false. It starts at the floor and
+// raises the floor to the first key it finds.
+func (s *Store) scanTimed(ix timedIndex, end int64, fn func(k, v []byte) bool) error {
 	return s.scanTimedAfter(ix, nil, end, fn)
 }
 
@@ -141,7 +141,7 @@ type ScheduleCursor []byte
 
 // scanTimedAfter is scanTimed from the entry after cursor. A scan that
 // starts past the floor cannot raise it: it does not see what is before.
-func (s *Store) scanTimedAfter(ix timedIndex, after ScheduleCursor, end int64, fn func(k []byte) bool) error {
+func (s *Store) scanTimedAfter(ix timedIndex, after ScheduleCursor, end int64, fn func(k, v []byte) bool) error {
 	f := &s.timed[ix]
 	floor, sc := f.begin()
 	if floor >= end {
@@ -156,9 +156,9 @@ func (s *Store) scanTimedAfter(ix timedIndex, after ScheduleCursor, end int64, f
 		}
 	}
 	first := end // the due time of the first key found
-	err := s.scan(lower, timedKey(prefix, end, nil), func(k, _ []byte) bool {
+	err := s.scan(lower, timedKey(prefix, end, nil), func(k, v []byte) bool {
 		first = min(first, dueTime(prefix, k))
-		return fn(k)
+		return fn(k, v)
 	})
 	f.end(sc, first, err == nil && after == nil)
 	return err
@@ -170,7 +170,7 @@ func (s *Store) dueRefs(ix timedIndex, now int64, after ScheduleCursor, limit in
 	var out []OrderRef
 	var last []byte
 	prefix := timedPrefixes[ix]
-	err := s.scanTimedAfter(ix, after, now+1, func(k []byte) bool {
+	err := s.scanTimedAfter(ix, after, now+1, func(k, _ []byte) bool {
 		out = append(out, splitRef(k[len(prefix)+8:]))
 		last = append(last[:0], k...) // k is the iterator's, valid until it moves
 		return len(out) < limit
@@ -187,7 +187,7 @@ func (s *Store) dueRefs(ix timedIndex, now int64, after ScheduleCursor, limit in
 // firstTimed is the earliest due time in a schedule, or 0 when it is empty.
 func (s *Store) firstTimed(ix timedIndex) (int64, error) {
 	var due int64
-	err := s.scanTimed(ix, math.MaxInt64, func(k []byte) bool {
+	err := s.scanTimed(ix, math.MaxInt64, func(k, _ []byte) bool {
 		due = dueTime(timedPrefixes[ix], k)
 		return false
 	})

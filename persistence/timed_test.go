@@ -282,7 +282,7 @@ func TestTimedScansRacingCommits(t *testing.T) {
 		before := maps.Clone(live)
 		mu.Unlock()
 		found := map[string]bool{}
-		err := ts.scanTimed(queueIndex, end, func(k []byte) bool {
+		err := ts.scanTimed(queueIndex, end, func(k, _ []byte) bool {
 			found[string(k[len(prefixDue)+8:])] = true
 			return true
 		})

@@ -1,0 +1,286 @@
+package actors
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/transport/signature"
+	"github.com/paygate/gateway/transport/webhook"
+)
+
+// hangingReceiver answers every endpoint at once except hang.test, which
+// holds each request until released, past the attempt's deadline: the
+// attempts, and the notifications queued behind them, outlast their leases.
+// It records the order ids of the requests in the order they began.
+type hangingReceiver struct {
+	release chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	started map[string][]string // endpoint host → order ids
+}
+
+func newHangingReceiver(t *testing.T) *hangingReceiver {
+	r := &hangingReceiver{release: make(chan struct{}), started: map[string][]string{}}
+	t.Cleanup(r.answer)
+	return r
+}
+
+// answer ends the hang: hang.test answers from now on.
+func (r *hangingReceiver) answer() { r.once.Do(func() { close(r.release) }) }
+
+func (r *hangingReceiver) attempt(_ context.Context, d webhook.Delivery) webhook.Attempt {
+	host := strings.Split(strings.TrimPrefix(d.URL, "http://"), "/")[0]
+	var body struct {
+		OrderID string `json:"order_id"`
+	}
+	if err := json.Unmarshal(d.Body, &body); err != nil {
+		return webhook.Attempt{Error: err.Error()}
+	}
+	r.mu.Lock()
+	r.started[host] = append(r.started[host], body.OrderID)
+	r.mu.Unlock()
+	if host == "hang.test" {
+		<-r.release
+	}
+	return webhook.Attempt{Delivered: true, HTTPCode: 200}
+}
+
+func (r *hangingReceiver) startedAt(host string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.started[host]...)
+}
+
+// queuedAt is what the dispatcher counts as held by endpoint ep.
+func queuedAt(w *Webhooks, ep string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queued[ep]
+}
+
+// watchPeak samples f until the test ends and returns the highest value.
+func watchPeak(t *testing.T, f func() int) func() int {
+	var mu sync.Mutex
+	peak := 0
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			v := f()
+			mu.Lock()
+			peak = max(peak, v)
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Microsecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
+}
+
+// expectDueOrder checks that the requests began, each once, for the orders
+// named prefix000, prefix001, … (n of them) in the due order of their
+// notifications: when each was created, as the authorisations' outcomes
+// were committed.
+func expectDueOrder(t *testing.T, f *fixture, got []string, prefix string, n int) {
+	t.Helper()
+	type due struct {
+		at      int64
+		id, ord string
+	}
+	var want []due
+	for i := range n {
+		ord := fmt.Sprintf("%s%03d", prefix, i)
+		list := waitNotifications(t, f, ord)
+		want = append(want, due{list[0].CreatedAt, list[0].ID, ord})
+	}
+	slices.SortFunc(want, func(a, b due) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id))
+	})
+	if len(got) != n {
+		t.Fatalf("%d requests to the endpoint, want %d: %v", len(got), n, got)
+	}
+	for i, id := range got {
+		if id != want[i].ord {
+			t.Fatalf("request %d was for %s, want %s (due order): %v", i, id, want[i].ord, got)
+		}
+	}
+}
+
+func waitDelivered(t *testing.T, f *fixture, orderID string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if list, _ := f.store.Notifications("m1", orderID, 10); len(list) == 1 && list[0].State == persistence.NotifyDelivered {
+			return
+		}
+	}
+	t.Fatalf("%s not delivered within %v", orderID, within)
+}
+
+// A receiver that hangs holds up its own notifications only. Its backlog
+// is longer than the scans hand out in an attempt's lease (the old
+// dispatcher then handed the oldest out again and again, and never reached
+// what was due behind them): another endpoint's notifications due after it
+// are delivered at once, the hanging one holds no more than EndpointQueue,
+// and once it answers again its backlog drains in due order, each
+// notification sent once.
+func TestWebhooksHangingEndpointHoldsUpOnlyItsOwn(t *testing.T) {
+	f := newFixture(t)
+	const backlog, room = 120, 8
+	for i := range backlog {
+		createWithCallbackURL(t, f, fmt.Sprintf("hang%03d", i), "http://hang.test/hook")
+	}
+	for i := range backlog {
+		waitNotifications(t, f, fmt.Sprintf("hang%03d", i))
+	}
+	for i := range 5 {
+		createWithCallbackURL(t, f, fmt.Sprintf("ok%03d", i), "http://ok.test/hook")
+	}
+	for i := range 5 {
+		waitNotifications(t, f, fmt.Sprintf("ok%03d", i))
+	}
+	rx := newHangingReceiver(t)
+	// Scans every 100 ms hand out a page of 5: 50 in an attempt's lease.
+	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
+		PerEndpoint: 1, EndpointQueue: room, ScanPage: 5, Poll: 100 * time.Millisecond,
+		AttemptTimeout: time.Second, LeaseSlack: 10 * time.Millisecond})
+	peak := watchPeak(t, func() int { return queuedAt(w, "http://hang.test") })
+	for i := range 5 {
+		waitDelivered(t, f, fmt.Sprintf("ok%03d", i), 5*time.Second)
+	}
+	time.Sleep(200 * time.Millisecond) // scans go on passing over the backlog
+	if p := peak(); p > room || p == 0 {
+		t.Fatalf("the hanging endpoint held %d notifications at most, want 1..%d", p, room)
+	}
+	if got := rx.startedAt("hang.test"); len(got) != 1 {
+		t.Fatalf("requests to the hanging endpoint: %v, want the first one only", got)
+	}
+	rx.answer()
+	for i := range backlog {
+		waitDelivered(t, f, fmt.Sprintf("hang%03d", i), 10*time.Second)
+	}
+	expectDueOrder(t, f, rx.startedAt("hang.test"), "hang", backlog)
+	expectDueOrder(t, f, rx.startedAt("ok.test"), "ok", 5)
+	if p := peak(); p > room {
+		t.Fatalf("the endpoint held %d notifications at most, want at most %d", p, room)
+	}
+}
+
+// Offered notifications for an endpoint without room wait in the outbox,
+// and the endpoint's later ones wait behind them: with an hour-long poll,
+// the scans that hand them out follow from the room freed, and a backlog of
+// 30 offered to a receiver that hangs, then answers, is sent in order, each
+// once, never more than EndpointQueue held at a time.
+func TestWebhooksOfferedWaitBehindAFullEndpoint(t *testing.T) {
+	f := newFixture(t)
+	rx := newHangingReceiver(t)
+	const orders, room = 30, 4
+	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
+		PerEndpoint: 1, EndpointQueue: room, Poll: time.Hour, AttemptTimeout: 10 * time.Second})
+	peak := watchPeak(t, func() int { return queuedAt(w, "http://hang.test") })
+	time.Sleep(20 * time.Millisecond) // past the start-up scan
+	for i := range orders {
+		id := fmt.Sprintf("fresh%03d", i)
+		createWithCallbackURL(t, f, id, "http://hang.test/hook")
+		w.Offer(waitNotifications(t, f, id))
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if p := peak(); p != room {
+		t.Fatalf("the hanging endpoint held %d notifications at most, want %d", p, room)
+	}
+	rx.answer()
+	for i := range orders {
+		waitDelivered(t, f, fmt.Sprintf("fresh%03d", i), 10*time.Second)
+	}
+	expectDueOrder(t, f, rx.startedAt("hang.test"), "fresh", orders)
+}
+
+// lead runs w's delivery (one leadership) until the returned stop.
+func lead(t *testing.T, w *Webhooks) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	waitRunning(t, w)
+	return stop
+}
+
+// A leadership that ends with notifications queued at a full endpoint
+// leaves them to the next: it hands them out once an attempt's lease has
+// passed, and they are all delivered. Only the one whose request was under
+// way at the change can be sent twice (at least once), and the old
+// leadership's endpoint actors, stopping late, do not upset the new one's
+// count.
+func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
+	f := newFixture(t)
+	const orders, room = 12, 4
+	for i := range orders {
+		createWithCallbackURL(t, f, fmt.Sprintf("lead%03d", i), "http://hang.test/hook")
+	}
+	for i := range orders {
+		waitNotifications(t, f, fmt.Sprintf("lead%03d", i))
+	}
+	rx := newHangingReceiver(t)
+	cfg := WebhookConfig{Store: f.store, Proposer: f.proposer, Logger: f.deps.Logger, Now: time.Now,
+		Keys:    func(string) (string, *signature.Key, bool) { return "whpk", testWebhookKey, true },
+		Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
+		PerEndpoint: 1, EndpointQueue: room, Poll: 20 * time.Millisecond,
+		AttemptTimeout: 100 * time.Millisecond, LeaseSlack: 10 * time.Millisecond}
+	w := NewWebhooks(f.reg.system, cfg)
+	stop := lead(t, w)
+	for deadline := time.Now().Add(5 * time.Second); queuedAt(w, "http://hang.test") != room; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the endpoint holds %d, want %d", queuedAt(w, "http://hang.test"), room)
+		}
+	}
+	first := rx.startedAt("hang.test")
+	stop()
+	if n := queuedAt(w, "http://hang.test"); n != 0 {
+		t.Fatalf("%d still counted after the leadership ended", n)
+	}
+	lead(t, w)
+	peak := watchPeak(t, func() int { return queuedAt(w, "http://hang.test") })
+	time.Sleep(300 * time.Millisecond) // past an attempt's lease: the new leadership takes them over
+	rx.answer()
+	for i := range orders {
+		waitDelivered(t, f, fmt.Sprintf("lead%03d", i), 10*time.Second)
+	}
+	if p := peak(); p != room {
+		t.Fatalf("the endpoint held %d at most under the new leadership, want %d", p, room)
+	}
+	counts := map[string]int{}
+	for _, id := range rx.startedAt("hang.test") {
+		counts[id]++
+	}
+	for id, n := range counts {
+		if n > 1 && (len(first) != 1 || id != first[0] || n > 2) {
+			t.Fatalf("%s sent %d times; the request under way at the change was %v", id, n, first)
+		}
+	}
+	if len(counts) != orders {
+		t.Fatalf("%d orders' notifications sent, want %d", len(counts), orders)
+	}
+	if n := queuedAt(w, "http://hang.test"); n != 0 {
+		t.Fatalf("%d still counted with nothing left to send", n)
+	}
+}
