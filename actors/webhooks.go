@@ -129,9 +129,10 @@ type Webhooks struct {
 	// heldLease is the longest a notification can wait in a full endpoint
 	// queue and be attempted; a hand-out that outlasts it was lost.
 	heldLease time.Duration
-	// scanTook is how long the last scan took: under a backlog that
-	// scans pass over, the next waits ten times that at least.
-	scanTook time.Duration
+	// scanPause is how long after the last scan the next may start: ten
+	// times the last scan's length when it mostly passed over notifications
+	// waiting for room, so that such scans take a tenth of a core at most.
+	scanPause time.Duration
 	// done remembers when each attempt's result was committed. A scan that
 	// started before that read the outbox too early: its view of the
 	// notification is stale and must not hand it out again.
@@ -287,17 +288,20 @@ func (w *Webhooks) Run(ctx context.Context) {
 	for {
 		w.dispatchDue()
 		lastScan := time.Now()
+		woken := false
 		for scan := false; !scan; {
-			// The next scan: when the earliest scheduled retry is due, and
-			// at the latest one poll interval after the last (leases that
-			// ended, anything missed); but not sooner than ten times the
-			// last scan's length after it, so that scans passing over a
-			// large backlog take a tenth of a core at most.
+			// The next scan: at once when asked for (Wake), when the
+			// earliest scheduled retry is due, and at the latest one poll
+			// interval after the last (leases that ended, anything
+			// missed); but not before the pause after the last.
 			next := lastScan.Add(w.cfg.Poll)
 			if r := w.nextRetry(); !r.IsZero() && r.Before(next) {
 				next = r
 			}
-			if earliest := lastScan.Add(10 * w.scanTook); next.Before(earliest) {
+			if woken {
+				next = lastScan
+			}
+			if earliest := lastScan.Add(w.scanPause); next.Before(earliest) {
 				next = earliest
 			}
 			timer.Reset(time.Until(next))
@@ -307,7 +311,7 @@ func (w *Webhooks) Run(ctx context.Context) {
 			case <-w.offered:
 				w.dispatchFresh()
 			case <-w.wake:
-				scan = true
+				woken = true
 			case <-sweep.C:
 				w.system.Root.Send(w.supervisor, retireIdleEndpoints{})
 			case <-timer.C:
@@ -406,35 +410,30 @@ func (w *Webhooks) dispatchFresh() {
 // notifications that will not fit without loading them.
 type scanRoom struct {
 	room map[string]int // endpoint → room left
-	// full are the endpoints the scan found without room, numbered in the
-	// order it did: their later notifications are passed over too, to keep
-	// due order.
-	full map[string]int
-	// unnamed are the notifications whose index entry did not name their
-	// endpoint, loaded to learn it, with how many endpoints were full when
-	// the scan came to them.
-	unnamed map[string]int
+	// full are the endpoints the scan found without room: their later
+	// notifications are passed over too, to keep due order.
+	full map[string]bool
+	// passed counts the notifications passed over for want of room.
+	passed int
 }
 
 // take reports whether a due notification of ep is worth loading. Call with
 // w.mu held.
 func (r *scanRoom) take(w *Webhooks, id, ep string) bool {
-	if ep == "" {
-		r.unnamed[id] = len(r.full)
-		return true
-	}
-	if _, full := r.full[ep]; full {
-		return false
-	}
 	if h := w.inflight[id]; h != nil && h.held {
-		return true // counted already: handed out again
+		return true // counted already: handed out again (a copy was lost)
+	}
+	if r.full[ep] {
+		r.passed++
+		return false
 	}
 	left, seen := r.room[ep]
 	if !seen {
 		left = w.cfg.EndpointQueue - w.queued[ep]
 	}
 	if left <= 0 {
-		r.full[ep] = len(r.full)
+		r.full[ep] = true
+		r.passed++
 		return false
 	}
 	r.room[ep] = left - 1
@@ -464,16 +463,14 @@ func (w *Webhooks) dispatchDue() {
 	}()
 	// Leased notifications, and those of endpoints without room, are
 	// skipped during the scan, so they are not even loaded; the checks are
-	// repeated under the lock below, where they decide. An index entry
-	// that does not name its endpoint (written by an older version) is
-	// loaded and decided there.
-	scan := scanRoom{room: map[string]int{}, full: map[string]int{}, unnamed: map[string]int{}}
+	// repeated under the lock below, where they decide.
+	scan := scanRoom{room: map[string]int{}, full: map[string]bool{}}
 	due, err := w.cfg.Store.DueNotifications(now.UnixNano(), w.cfg.ScanPage, func(id, ep string) bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return w.busy(id, now, scanStart) || !scan.take(w, id, ep)
 	})
-	w.scanTook = time.Since(scanStart)
+	took := time.Since(scanStart)
 	if err != nil {
 		w.cfg.Logger.Error("scan outbox", "error", err)
 		return
@@ -492,26 +489,29 @@ func (w *Webhooks) dispatchDue() {
 	}
 	w.page++
 	w.pageLeft = 0
-	full := map[string]bool{} // endpoints left with due notifications in the outbox
-	for ep := range scan.full {
-		full[ep] = true
-	}
-	blocked := map[string]bool{} // and those found so far in this pass
+	// full are the endpoints left with due notifications in the outbox.
+	// The scan loaded an endpoint's notifications only until it found it
+	// without room, and its room can only have grown since (hand-outs are
+	// made here only); the check below is for a notification counted as
+	// handed out when the scan saw it, and let go of since.
+	full := scan.full
+	blocked := map[string]bool{}
+	handed := 0
 	for _, n := range due {
 		if w.busy(n.ID, now, scanStart) {
 			continue
 		}
 		ep := persistence.Endpoint(n.URL)
-		if fullAt, ok := scan.full[ep]; ok {
-			if seen, unnamed := scan.unnamed[n.ID]; unnamed && fullAt < seen {
-				blocked[ep] = true // came after the scan had left some of ep's behind
-			}
-		}
 		if blocked[ep] || !w.hasRoom(n.ID, ep) {
 			blocked[ep], full[ep] = true, true
 			continue
 		}
 		w.handOut(n, ep, now, w.page)
+		handed++
+	}
+	w.scanPause = 0
+	if scan.passed > handed {
+		w.scanPause = 10 * took
 	}
 	// A full page leaves more due behind it (a receiver back after an
 	// outage, a new leader taking over): release scans again once this
@@ -519,7 +519,8 @@ func (w *Webhooks) dispatchDue() {
 	// gets to the end, new notifications wait behind what it has not
 	// reached.
 	complete := len(due) < w.cfg.ScanPage
-	w.backlog, w.behind = !complete, !complete
+	// (A full page that handed out nothing waits for the next poll.)
+	w.backlog, w.behind = !complete && handed > 0, !complete
 	for ep := range full {
 		w.spilled[ep] = scanStart
 		if w.queued[ep] <= w.cfg.EndpointQueue/2 {
@@ -638,6 +639,26 @@ func (w *Webhooks) release(id string) {
 	// poll interval divides.
 }
 
+// endpointLost lets go of every notification counted at endpoint ep, whose
+// actor of leadership gen stopped without retiring: some may have reached
+// it only after it stopped, and were dropped unreported. They may be
+// handed out again once an attempt's lease has passed; one already routed
+// to its successor is then dropped there as a copy.
+func (w *Webhooks) endpointLost(gen uint64, ep string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if gen != w.gen || !w.running {
+		return
+	}
+	end := time.Now().Add(w.attemptLease())
+	for _, h := range w.inflight {
+		if h.held && h.endpoint == ep {
+			w.letGo(h)
+			h.expires = end
+		}
+	}
+}
+
 // abandon records that an endpoint actor of leadership gen stopped holding
 // these notifications without attempting them: they may be handed out
 // again once an attempt's lease has passed.
@@ -721,7 +742,11 @@ func (s *webhookSupervisor) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		for k, ref := range s.endpoints {
 			if ref.pid.Equal(m.Who) {
+				// Stopped, not retired (a retired one has left the map):
+				// notifications routed to it after it stopped went to dead
+				// letters, unreported.
 				delete(s.endpoints, k)
+				s.w.endpointLost(s.gen, k)
 			}
 		}
 		s.w.endpoints.Add(-1)

@@ -188,19 +188,37 @@ func notificationIn(r reader, id string) (*Notification, error) {
 
 // DueNotifications lists up to limit pending notifications due at or before
 // now, leaving out (without loading them) those skip names. skip gets each
-// one's id and endpoint ("" for an index entry written before entries named
-// it): the dispatcher skips the ones it already has in flight, which under
-// a backlog are most of the queue, and those of endpoints with no room;
-// loading each of them on every scan cost more than the deliveries.
+// one's id and endpoint: the dispatcher skips the ones it already has in
+// flight, which under a backlog are most of the queue, and those of
+// endpoints with no room; loading each of them on every scan cost more than
+// the deliveries.
 func (s *Store) DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*Notification, error) {
 	var ids []string
+	var rerr error
 	err := s.scanTimed(queueIndex, now+1, func(k, v []byte) bool {
 		id := string(k[len(prefixDue)+8:])
-		if skip == nil || !skip(id, string(v)) {
+		endpoint := string(v)
+		if endpoint == "" {
+			// An entry written before entries named their endpoint: the
+			// record (without its body) names it.
+			n, err := readNotification(s.db, id)
+			if err != nil {
+				rerr = err
+				return false
+			}
+			if n == nil {
+				return true // delivered and pruned since
+			}
+			endpoint = Endpoint(n.URL)
+		}
+		if skip == nil || !skip(id, endpoint) {
 			ids = append(ids, id)
 		}
 		return len(ids) < limit
 	})
+	if err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return nil, err
 	}
