@@ -131,7 +131,8 @@ type Webhooks struct {
 	heldLease time.Duration
 	// scanPause is how long after the last scan the next may start: ten
 	// times the last scan's length when it mostly passed over notifications
-	// waiting for room, so that such scans take a tenth of a core at most.
+	// waiting for room and handed out little, so that such scans take a
+	// tenth of a core at most.
 	scanPause time.Duration
 	// done remembers when each attempt's result was committed. A scan that
 	// started before that read the outbox too early: its view of the
@@ -509,8 +510,11 @@ func (w *Webhooks) dispatchDue() {
 		w.handOut(n, ep, now, w.page)
 		handed++
 	}
+	// A scan that mostly passed over notifications waiting for room, and
+	// handed out little, is paid for by a pause; one that handed out much
+	// is the delivery of a backlog, and is not held back.
 	w.scanPause = 0
-	if scan.passed > handed {
+	if scan.passed > handed && handed < w.cfg.ScanPage/10 {
 		w.scanPause = 10 * took
 	}
 	// A full page leaves more due behind it (a receiver back after an
@@ -715,7 +719,7 @@ func (s *webhookSupervisor) Receive(ctx actor.Context) {
 		key := m.endpoint
 		ref, ok := s.endpoints[key]
 		if !ok {
-			props := actor.PropsFromProducer(func() actor.Actor { return &endpointActor{w: s.w, gen: s.gen} },
+			props := actor.PropsFromProducer(func() actor.Actor { return &endpointActor{w: s.w, gen: s.gen, key: key} },
 				actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)))
 			ref = &endpointRef{pid: ctx.Spawn(props)}
 			s.endpoints[key] = ref
@@ -758,6 +762,7 @@ func (s *webhookSupervisor) Receive(ctx actor.Context) {
 type endpointActor struct {
 	w     *Webhooks
 	gen   uint64 // the leadership it serves
+	key   string // the endpoint
 	queue []*persistence.Notification
 	// sending holds the slots: delivery actors whose request to the
 	// endpoint is under way. A slot is freed as soon as the request ends,
@@ -833,14 +838,15 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		e.ending = true
 	case *actor.Restarting:
-		// The queue is in memory: hand it back so the fresh instance (same
-		// mailbox) takes it over. Running children are stopped by the
-		// restart; their leases cover them. (A retirement racing a restart
-		// can drop these: their hand-outs end and they are handed out
-		// again.)
+		// The queue is in memory: hand it back, through the supervisor, so
+		// the fresh instance (same mailbox) takes it over. Through the
+		// supervisor, so that they count as routed to it: an idle answer to
+		// a retirement question asked before would otherwise stop it with
+		// them in its mailbox. Running children are stopped by the restart
+		// and release theirs.
 		e.ending = true
 		for _, n := range e.queue {
-			ctx.Send(ctx.Self(), n)
+			ctx.Send(ctx.Parent(), toEndpoint{n: n, endpoint: e.key})
 		}
 	}
 }

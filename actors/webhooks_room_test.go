@@ -284,3 +284,48 @@ func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 		t.Fatalf("%d still counted with nothing left to send", n)
 	}
 }
+
+// An endpoint actor that crashes keeps its queue: the notifications it held
+// are handed back to it through the supervisor, the attempt under way ends
+// and releases its own, and all are delivered once each, well before a
+// lost hand-out would be (heldLease, here 50 s), with the count back at 0.
+func TestWebhooksEndpointActorCrashKeepsItsQueue(t *testing.T) {
+	f := newFixture(t)
+	const orders, room = 6, 4
+	for i := range orders {
+		createWithCallbackURL(t, f, fmt.Sprintf("crash%03d", i), "http://hang.test/hook")
+	}
+	for i := range orders {
+		waitNotifications(t, f, fmt.Sprintf("crash%03d", i))
+	}
+	rx := newHangingReceiver(t)
+	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
+		PerEndpoint: 1, EndpointQueue: room, Poll: 20 * time.Millisecond, AttemptTimeout: 10 * time.Second})
+	for deadline := time.Now().Add(5 * time.Second); queuedAt(w, "http://hang.test") != room || len(rx.startedAt("hang.test")) != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the endpoint holds %d, want %d", queuedAt(w, "http://hang.test"), room)
+		}
+	}
+	// A message the endpoint actor cannot handle: it panics, and its
+	// supervisor restarts it once the attempt under way has ended.
+	w.system.Root.Send(w.supervisor, toEndpoint{n: nil, endpoint: "http://hang.test"})
+	time.Sleep(20 * time.Millisecond)
+	rx.answer()
+	for i := range orders {
+		waitDelivered(t, f, fmt.Sprintf("crash%03d", i), 5*time.Second)
+	}
+	counts := map[string]int{}
+	for _, id := range rx.startedAt("hang.test") {
+		counts[id]++
+	}
+	for id, n := range counts {
+		if n != 1 {
+			t.Fatalf("%s sent %d times: %v", id, n, rx.startedAt("hang.test"))
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); queuedAt(w, "http://hang.test") != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d still counted with everything delivered", queuedAt(w, "http://hang.test"))
+		}
+	}
+}

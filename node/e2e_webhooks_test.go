@@ -457,3 +457,96 @@ func TestWebhookFailedDeliveryOutlivesRetention(t *testing.T) {
 		t.Fatalf("failed delivery after %v of retention passes: %s, want failed", 2*retention, s)
 	}
 }
+
+// A merchant's endpoint that hangs under more notifications than the leader
+// hands one endpoint (1,024) holds the rest in the outbox, not in memory:
+// the node reports the endpoint in gateway_webhook_endpoints_full, other
+// endpoints are served meanwhile, and once the endpoint answers again every
+// notification reaches it and the gauge goes back to 0.
+func TestWebhookHangingEndpointBacklogWaitsInTheOutbox(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--webhook-retry-delays", "200ms,400ms,800ms,1600ms,3200ms"}})
+	a := n.CreateMerchant(t, 100000)
+	b := n.CreateMerchant(t, 10000)
+	hung := newReceiver(t)
+	release := make(chan struct{})
+	hung.hang = release
+	fast := newReceiver(t)
+	const backlog = 1100
+	orders := make(chan string, backlog)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < backlog; i += 8 {
+				id := newOrderID("hang")
+				body := chargeBody(id, "4111111111111111", 1200, 24)
+				body["callback_url"] = hung.URL()
+				if r, err := a.TryPost("charge", body); err != nil || r.Status != 200 {
+					t.Errorf("charge: %v %+v", err, r)
+					return
+				}
+				orders <- id
+			}
+		}()
+	}
+	wg.Wait()
+	close(orders)
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	full := func() string {
+		resp, err := http.Get(n.URL() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, "gateway_webhook_endpoints_full "); ok {
+				return v
+			}
+		}
+		t.Fatalf("no gateway_webhook_endpoints_full on /metrics")
+		return ""
+	}
+	waitFull := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); full() != want; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("gateway_webhook_endpoints_full %s, want %s", full(), want)
+			}
+		}
+	}
+	waitFull("1")
+	chargeWithCallback(b, t, fast.URL())
+	fast.waitCalls(1, 3*time.Second)
+
+	hung.mu.Lock()
+	hung.hang = nil // answer from now on
+	hung.mu.Unlock()
+	close(release) // the requests under way end unanswered, and are retried
+	want := map[string]bool{}
+	for id := range orders {
+		want[id] = true
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got := map[string]bool{}
+		for _, c := range hung.Calls() {
+			var body struct {
+				OrderID string `json:"order_id"`
+			}
+			if json.Unmarshal(c.body, &body) == nil && want[body.OrderID] {
+				got[body.OrderID] = true
+			}
+		}
+		if len(got) == backlog {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d orders' notifications reached the endpoint", len(got), backlog)
+		}
+	}
+	waitFull("0")
+}
