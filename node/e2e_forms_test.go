@@ -1,12 +1,16 @@
 package node_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,7 +90,9 @@ func formCard(pan string) map[string]any {
 func answerChallenge(t *testing.T, redirectURL, outcome string) {
 	t.Helper()
 	status, h, _ := httpDo(t, "POST", redirectURL, "application/x-www-form-urlencoded", "outcome="+outcome)
-	if status != http.StatusSeeOther || !strings.HasSuffix(h.Get("Location"), "/result") {
+	// The Location is relative: behind a proxy that ends TLS, an absolute
+	// one built from the request would be http://.
+	if loc := h.Get("Location"); status != http.StatusSeeOther || !strings.HasPrefix(loc, "/api/v3/3ds/") || !strings.HasSuffix(loc, "/result") {
 		t.Fatalf("issuer answer: %d %v", status, h)
 	}
 }
@@ -381,21 +387,73 @@ func TestFormAndThreeDSAcrossLeaders(t *testing.T) {
 func TestFormPostsHaveTheirOwnRateLimit(t *testing.T) {
 	n := nodetest.Start(t, nodetest.Options{})
 	m := n.CreateMerchant(t, 5) // burst 10
-	id := newOrderID("formlimit")
-	formURL := initForm(t, m, initBody(id, 1020, "EUR"))
-
-	limited := 0
-	for range 30 {
-		if st, _, _ := httpDo(t, "POST", formURL+"/pay", "application/json", `{}`); st == 429 {
-			limited++
+	const forms = 14
+	var urls []string
+	for i := range forms {
+		if i >= 8 {
+			time.Sleep(250 * time.Millisecond) // the merchant's own limit, for the init calls
 		}
+		urls = append(urls, initForm(t, m, initBody(newOrderID("formlimit"), 1020, "EUR")))
 	}
-	if limited == 0 {
-		t.Fatal("30 posts at once on the form, none refused: the pages have no rate limit")
+	time.Sleep(2 * time.Second) // the merchant's API bucket full again
+	card, _ := json.Marshal(formCard("4111111111111111"))
+	var limited atomic.Int64
+	var wg sync.WaitGroup
+	for _, u := range urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(u+"/pay", "application/json", bytes.NewReader(card))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode == 429 {
+				limited.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if limited.Load() == 0 {
+		t.Fatalf("%d cards at once on the merchant's forms, none refused: the pages have no rate limit", forms)
 	}
 	for i := range 5 {
-		if r := m.Post(t, "status", map[string]any{"order_id": id}); r.Status != 200 {
-			t.Fatalf("merchant's status call %d after the form's posts: %d %s", i, r.Status, r.Body)
+		if r := m.Post(t, "status", map[string]any{"order_id": "none-" + strconv.Itoa(i)}); r.Status == 429 {
+			t.Fatalf("merchant's status call %d after the forms' posts: %d %s", i, r.Status, r.Body)
 		}
+	}
+}
+
+// Posts to a form that can no longer be paid are answered from its state
+// and use up none of the merchant's page rate limit: anyone holding the
+// address of their own finished checkout could otherwise keep every other
+// customer of the merchant from paying.
+func TestFinishedFormPostsUseNoRateLimit(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	m := n.CreateMerchant(t, 5) // burst 10
+	finished := initForm(t, m, initBody(newOrderID("formdone"), 1020, "EUR"))
+	victim := initForm(t, m, initBody(newOrderID("formvictim"), 1020, "EUR"))
+	if st, body := payForm(t, finished, formCard("4000000000000002")); st != 200 {
+		t.Fatalf("payment: %d %v", st, body)
+	}
+	if s := waitPage(t, finished+"/status"); s["status"] != "declined" {
+		t.Fatalf("payment with a declined card: %v", s)
+	}
+	card, _ := json.Marshal(formCard("4111111111111111"))
+	for i := range 60 {
+		body, want := `{}`, 422 // refused before anything else
+		if i%2 == 1 {
+			body, want = string(card), 409 // the form is closed
+		}
+		if st, _, data := httpDo(t, "POST", finished+"/pay", "application/json", body); st != want {
+			t.Fatalf("post %d to a declined form: %d %s, want %d", i, st, data, want)
+		}
+	}
+	if st, body := payForm(t, victim, formCard("4111111111111111")); st != 200 {
+		t.Fatalf("another customer's payment after the posts: %d %v", st, body)
+	}
+	if s := waitPage(t, victim+"/status"); s["status"] != "authorized" {
+		t.Fatalf("another customer's payment after the posts: %v", s)
 	}
 }

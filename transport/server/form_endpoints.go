@@ -235,18 +235,29 @@ func (s *Server) formPay(ctx *fasthttp.RequestCtx, o *order.Order) {
 		writePageError(ctx, apierr.New(apierr.BadBody, "content-type", "content-type should be application/json"))
 		return
 	}
-	if m := s.cfg.Merchants.ByID(o.Merchant); m != nil && m.pageLimiter != nil && !m.pageLimiter.Allow() {
-		writePageError(ctx, apierr.New(apierr.RateLimited, "merchant", "rate limit exceeded; retry after the Retry-After delay"))
-		return
-	}
-	body := append([]byte(nil), ctx.PostBody()...)
 	now := s.formNow()
+	body := append([]byte(nil), ctx.PostBody()...)
 	req, perr := api.Parse(body, func(r *api.FormCardRequest) *apierr.Error {
 		api.NormalizeFormCard(r)
 		return api.ValidateFormCard(r, now)
 	})
 	if perr != nil {
 		writePageError(ctx, perr)
+		return
+	}
+	// A form that can no longer be paid (paid, declined, expired) answers
+	// from the applied state, as its actor would: posts to it, whoever
+	// sends them, do not use up the merchant's rate limit for the pages,
+	// which its customers paying on other forms need. The actor decides
+	// again, and the log after it.
+	if _, out := order.Apply(o, &order.Command{Kind: order.KindFormSubmit, Time: now.UnixNano(),
+		Merchant: o.Merchant, OrderID: o.ID, Submit: &order.SubmitData{}}); out.Reject != nil {
+		writePageError(ctx, rejectionError(out.Reject))
+		return
+	}
+	// Only a card that may pay an open form counts against the limit.
+	if m := s.cfg.Merchants.ByID(o.Merchant); m != nil && m.pageLimiter != nil && !m.pageLimiter.Allow() {
+		writePageError(ctx, apierr.New(apierr.RateLimited, "merchant", "rate limit exceeded; retry after the Retry-After delay"))
 		return
 	}
 	msg := &actors.FormPayment{
@@ -337,7 +348,7 @@ func (s *Server) serveIssuer(ctx *fasthttp.RequestCtx, id, sub string) {
 		// the result page here (it follows the order wherever it stands).
 		if handled, status := s.forward(ctx); handled {
 			if status == fasthttp.StatusSeeOther {
-				ctx.Redirect(threeDSPrefix+id+"/result", fasthttp.StatusSeeOther)
+				seeOther(ctx, threeDSPrefix+id+"/result")
 			}
 			return
 		}
@@ -358,7 +369,7 @@ func (s *Server) serveIssuer(ctx *fasthttp.RequestCtx, id, sub string) {
 		case ctx.IsGet() && open:
 			s.renderIssuerPage(ctx, o, id)
 		case ctx.IsGet():
-			ctx.Redirect(threeDSPrefix+id+"/result", fasthttp.StatusSeeOther)
+			seeOther(ctx, threeDSPrefix+id+"/result")
 		case ctx.IsPost():
 			s.issuerAnswer(ctx, o, id, open)
 		default:
@@ -398,7 +409,17 @@ func (s *Server) issuerAnswer(ctx *fasthttp.RequestCtx, o *order.Order, id strin
 			return
 		}
 	}
-	ctx.Redirect(threeDSPrefix+id+"/result", fasthttp.StatusSeeOther)
+	seeOther(ctx, threeDSPrefix+id+"/result")
+}
+
+// seeOther sends the browser on to path on this host (POST/redirect/GET).
+// The Location is relative: fasthttp's Redirect makes it absolute from the
+// request's own scheme and Host, and behind a proxy that ends TLS that is
+// http://, which the pages' form-action 'self' forbids after an https post
+// (and would send the challenge id in clear).
+func seeOther(ctx *fasthttp.RequestCtx, path string) {
+	ctx.Response.Header.Set("Location", path)
+	ctx.SetStatusCode(fasthttp.StatusSeeOther)
 }
 
 func allowMethod(ctx *fasthttp.RequestCtx, method string) bool {
