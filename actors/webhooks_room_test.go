@@ -248,7 +248,8 @@ func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 		AttemptTimeout: 100 * time.Millisecond, LeaseSlack: 10 * time.Millisecond}
 	w := NewWebhooks(f.reg.system, cfg)
 	stop := lead(t, w)
-	for deadline := time.Now().Add(5 * time.Second); queuedAt(w, "http://hang.test") != room; time.Sleep(time.Millisecond) {
+	// The endpoint full, and its first request under way at the receiver.
+	for deadline := time.Now().Add(5 * time.Second); queuedAt(w, "http://hang.test") != room || len(rx.startedAt("hang.test")) != 1; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the endpoint holds %d, want %d", queuedAt(w, "http://hang.test"), room)
 		}
@@ -280,8 +281,12 @@ func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 	if len(counts) != orders {
 		t.Fatalf("%d orders' notifications sent, want %d", len(counts), orders)
 	}
-	if n := queuedAt(w, "http://hang.test"); n != 0 {
-		t.Fatalf("%d still counted with nothing left to send", n)
+	// The last hand-out ends when its delivery actor has ended, after its
+	// result was committed.
+	for deadline := time.Now().Add(5 * time.Second); queuedAt(w, "http://hang.test") != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d still counted with nothing left to send", queuedAt(w, "http://hang.test"))
+		}
 	}
 }
 
