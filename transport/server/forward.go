@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 
@@ -113,7 +114,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	if err := s.fwd.client.DoTimeout(req, resp, s.fwd.timeout); err != nil {
 		s.fwd.failed.Inc()
 		s.cfg.Logger.Warn("forward to leader failed", "leader_id", route.LeaderID, "leader_http", route.LeaderHTTP, "error", err)
-		if repeatIsANewRefund(ctx) { // the leader may have made it
+		if repeatIsANewRefund(ctx) && !neverSent(err) { // the leader may have made it
 			e := refundOutcomeUnknown()
 			writeError(ctx, e)
 			return true, e.Code.HTTP
@@ -132,4 +133,17 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	}
 	ctx.SetBody(resp.Body())
 	return true, resp.StatusCode()
+}
+
+// neverSent reports whether a forward failed before any of the request
+// could reach the leader: no connection was made (refused, unreachable,
+// timed out while dialling) or none was free. A refund without a key that
+// failed so was not made, and is safe to send again (503), where one that
+// failed later may have been (500).
+func neverSent(err error) bool {
+	if errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

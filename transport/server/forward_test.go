@@ -1,0 +1,93 @@
+package server
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// A refund without a key that a follower fails to forward is answered 500
+// ("may have been made") only when the leader may have seen it: a forward
+// that never got a connection was not made, and is safe to send again.
+func TestForwardFailuresThatNeverReachedTheLeader(t *testing.T) {
+	closedPort := func() string {
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
+	}
+	// readsThenDrops reads a whole request, then closes without answering:
+	// the leader had the refund.
+	readsThenDrops := func() string {
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					c.Close()
+				}
+			}
+		}()
+		return l.Addr().String()
+	}
+	// readsAndStalls reads a whole request and never answers.
+	readsAndStalls := func() string {
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { c.Close() })
+				http.ReadRequest(bufio.NewReader(c))
+			}
+		}()
+		return l.Addr().String()
+	}
+	for _, c := range []struct {
+		name      string
+		addr      string
+		timeout   time.Duration
+		neverSent bool
+	}{
+		{"connection refused", closedPort(), time.Second, true},
+		{"answered by a closed connection", readsThenDrops(), time.Second, false},
+		{"no answer in time", readsAndStalls(), 200 * time.Millisecond, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fwd := newForwarder(time.Second)
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			req.Header.SetMethod("POST")
+			req.SetRequestURI("http://" + c.addr + "/api/v3/refund")
+			req.SetBodyString(`{"order_id":"o-1","amount":100}`)
+			err := fwd.client.DoTimeout(req, resp, c.timeout)
+			if err == nil {
+				t.Fatal("the forward did not fail")
+			}
+			if got := neverSent(err); got != c.neverSent {
+				t.Fatalf("neverSent(%v) = %v, want %v", err, got, c.neverSent)
+			}
+		})
+	}
+}
