@@ -71,10 +71,13 @@ type Payment struct {
 	ECI        string // may be empty
 	AuthMethod string // AuthCryptogram3DS, AuthPANOnly or AuthEMV
 
-	// TransactionID is the replay key: walleta-pay header.transactionId
+	// TransactionID is the token's id: walleta-pay header.transactionId
 	// (hex), walletb-pay messageId. The packages keep no state: the caller
-	// refuses an id it has already seen (see ReplayKey).
+	// refuses a token it has already seen (see ReplayKey).
 	TransactionID string
+	// ApplicationData is walleta-pay header.applicationData (hex, often
+	// empty), part of the replay key: see ReplayKey.
+	ApplicationData string
 
 	// Amount and currency signed by the device (walleta-pay only; walletb-pay
 	// tokens carry none and leave them zero). Currency is the ISO-4217
@@ -91,8 +94,14 @@ type Payment struct {
 }
 
 // ReplayKey is the key under which a caller records a used token: the wallet
-// name and TransactionID, so that the two wallets' ids cannot collide.
-func (p *Payment) ReplayKey() string { return p.Wallet + ":" + p.TransactionID }
+// name, so that the two wallets' ids cannot collide, and TransactionID
+// followed by ApplicationData. walleta-pay signs transactionId ‖
+// applicationData with no boundary between them, so moving the id's last
+// bytes into applicationData keeps the signature valid and changes the id:
+// the id alone would let one token pay once per byte of it. The two joined
+// are what the signature fixes. (walletb-pay's messageId is inside its
+// signed and authenticated message, and it has no ApplicationData.)
+func (p *Payment) ReplayKey() string { return p.Wallet + ":" + p.TransactionID + p.ApplicationData }
 
 // MaskedPAN is the first 6 and last 4 digits of the PAN with the rest as '*'.
 func (p *Payment) MaskedPAN() string { return MaskPAN(p.PAN) }

@@ -13,10 +13,10 @@
 // single-step KDF; RSA_v1: RSA-OAEP SHA-256 unwrap) and opens data with
 // AES-GCM under a 16-byte zero nonce.
 //
-// Replay: the package keeps no state. Payment.TransactionID is the token's
-// header.transactionId; the caller must refuse one it has already accepted
-// (for at least MaxSigningAge plus clock skew, after which the signing-time
-// check refuses the token anyway).
+// Replay: the package keeps no state. Payment.ReplayKey names the token by
+// header.transactionId ‖ applicationData, as signed; the caller must refuse
+// one it has already accepted (for at least MaxSigningAge plus clock skew,
+// after which the signing-time check refuses the token anyway).
 package walleta
 
 import (
@@ -153,7 +153,7 @@ func (c Config) keys() []crypto.PrivateKey {
 
 // Decrypt verifies t and returns its card. Every error wraps one of the
 // sentinels; none carries key material or the card number. Decrypt does not
-// refuse a replayed token: the caller checks Payment.TransactionID.
+// refuse a replayed token: the caller checks Payment.ReplayKey.
 func Decrypt(cfg Config, t Token) (*wallet.Payment, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -239,6 +239,7 @@ func Decrypt(cfg Config, t Token) (*wallet.Payment, error) {
 	}
 	p.Version = t.Version
 	p.TransactionID = strings.ToLower(t.Header.TransactionID)
+	p.ApplicationData = strings.ToLower(t.Header.ApplicationData)
 	p.SigningTime = signingTime
 	return p, nil
 }

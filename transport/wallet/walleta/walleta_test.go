@@ -79,6 +79,7 @@ func TestKnownAnswer(t *testing.T) {
 		{"ec_v1.token.json", wallet.Payment{Wallet: wallet.WalletA, Version: walleta.VersionEC,
 			PAN: "4111111111111111", ExpMonth: "07", ExpYear: "2030", Cryptogram: "AOrZk5yuKk9mAAHVjSzxAAADFA==", ECI: "05",
 			AuthMethod: wallet.AuthCryptogram3DS, TransactionID: "a3c1f0e2d4b6a8c0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8",
+			ApplicationData: "6b6174206170706c69636174696f6e2064617461",
 			Amount: 1999, Currency: "EUR", CurrencyNumeric: "978", DeviceManufacturerID: "040010030273", SigningTime: wallettest.KATNow}},
 		{"rsa_v1.token.json", wallet.Payment{Wallet: wallet.WalletA, Version: walleta.VersionRSA,
 			PAN: "5555555555554444", ExpMonth: "11", ExpYear: "2029", Cryptogram: "AgAAAAAABk4DWZ4C28yUQAAAAAA=", ECI: "02",
@@ -162,6 +163,43 @@ func TestReplayIsTheCallersJob(t *testing.T) {
 	p2, err2 := walleta.Decrypt(cfg, tok)
 	if err1 != nil || err2 != nil || p1.ReplayKey() != p2.ReplayKey() || p1.TransactionID == "" {
 		t.Fatalf("%v %v %v %v", p1, p2, err1, err2)
+	}
+}
+
+// A token reshaped by moving the transaction id's last bytes into
+// applicationData still verifies (the signature covers the two joined, with
+// no boundary) and decrypts, under another transaction id; it must still
+// name the same token for replay, or one token would pay once per byte of
+// its id. Both ways round, with and without applicationData, both versions.
+func TestReshapedTokenKeepsItsReplayKey(t *testing.T) {
+	ds := devSet(t)
+	cfg := config(t, ds)
+	for _, version := range []string{walleta.VersionEC, walleta.VersionRSA} {
+		for _, appData := range []string{"", "deadbeef00"} {
+			in := input()
+			in.ApplicationData = appData
+			tok, err := ds.WalletA(version, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := walleta.Decrypt(cfg, tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			joined := tok.Header.TransactionID + tok.Header.ApplicationData
+			for cut := 2; cut < len(joined); cut += 2 {
+				reshaped := tok
+				reshaped.Header.TransactionID, reshaped.Header.ApplicationData = joined[:cut], joined[cut:]
+				p, err := walleta.Decrypt(cfg, reshaped)
+				if err != nil {
+					continue // refused outright: fine too
+				}
+				if p.ReplayKey() != orig.ReplayKey() {
+					t.Fatalf("%s, applicationData %q, cut at %d: replay key %q, the token's is %q",
+						version, appData, cut, p.ReplayKey(), orig.ReplayKey())
+				}
+			}
+		}
 	}
 }
 
