@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -517,5 +518,50 @@ func TestClusterLeaderStopHandsOver(t *testing.T) {
 	}
 	if !strings.Contains(leader.Logs(), "leadership handed over before stopping") {
 		t.Error("the stopping leader did not say it handed leadership over")
+	}
+}
+
+// A join cannot take a live member's place. A fourth node started without
+// --node-id (node1 by default) and with --join asks to be added as the
+// leader's id at its own addresses; a join that names a live follower's
+// raft address under a new id would remove that follower. Both are refused
+// (409), the members stay as they were, and writes through a follower go
+// on.
+func TestClusterJoinCannotTakeALiveMembersPlace(t *testing.T) {
+	c := nodetest.StartCluster(t, 3)
+	leader := c.WaitLeader(nil, 10*time.Second)
+	follower := c.Other(leader)
+	other := c.Other(leader, follower)
+	members := func() string {
+		t.Helper()
+		v, err := leader.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range v.Members {
+			out = append(out, m.ID+"@"+m.RaftAddr)
+		}
+		sort.Strings(out)
+		return strings.Join(out, " ")
+	}
+	before := members()
+
+	twin := nodetest.Start(t, nodetest.Options{ID: leader.ID, Join: follower.HTTPAddr, KeyFile: c.KeyFile, NotReady: true})
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(twin.Logs(), "is a member at raft_addr"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the twin's join was not refused as taking a member's place; its log:\n%s", twin.Logs())
+		}
+	}
+	body := fmt.Sprintf(`{"node_id":"node9","raft_addr":%q,"http_addr":%q}`, other.RaftAddr, other.HTTPAddr)
+	if st, err := leader.Admin("POST", "/admin/v1/cluster/join", body, nil); st != 409 {
+		t.Fatalf("join of node9 at %s's addresses: %d %v, want 409", other.ID, st, err)
+	}
+	if after := members(); after != before {
+		t.Fatalf("members changed: %s, were %s", after, before)
+	}
+	m := leader.CreateMerchant(t, 1000)
+	if r := m.At(follower).Post(t, "charge", chargeBody(newOrderID("twin"), "4111111111111111", 1200, 24)); r.Status != 200 {
+		t.Fatalf("charge through a follower: %d %s", r.Status, r.Body)
 	}
 }

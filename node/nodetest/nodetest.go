@@ -120,6 +120,9 @@ type Options struct {
 	Join    string   // HTTP address of a member to join
 	KeyFile string   // vault key file; default: a new random key
 	Args    []string // extra flags, e.g. --settle-delay-unit=10ms
+	// NotReady returns once the process runs, without waiting for it to
+	// be ready (a node expected never to be).
+	NotReady bool
 }
 
 // Start starts a node and waits until /readyz answers 200.
@@ -145,6 +148,9 @@ func Start(t testing.TB, o Options) *Node {
 	}
 	n.start()
 	t.Cleanup(func() { n.Kill() })
+	if !o.NotReady {
+		n.WaitReady(30 * time.Second)
+	}
 	return n
 }
 
@@ -174,7 +180,6 @@ func (n *Node) start() {
 		n.t.Fatal(err)
 	}
 	go func() { n.exitErr = n.cmd.Wait(); close(n.exited) }()
-	n.WaitReady(30 * time.Second)
 }
 
 // WaitReady waits for /readyz.
@@ -253,6 +258,7 @@ func (n *Node) Restart() {
 	n.t.Helper()
 	n.Kill()
 	n.start()
+	n.WaitReady(30 * time.Second)
 }
 
 // Logs returns everything the node wrote to stderr and stdout so far.

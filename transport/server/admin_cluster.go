@@ -182,10 +182,54 @@ func (s *Server) clusterJoin(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, apierr.New(apierr.Invalid, "raft_addr", "raft_addr does not answer ("+err.Error()+"): start the node before it joins"))
 		return
 	}
+	if e := s.joinConflict(req); e != nil {
+		writeError(ctx, e)
+		return
+	}
 	cctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	err := s.cfg.Cluster.Join(cctx, persistence.Member{NodeID: req.NodeID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
 	s.membershipAnswer(ctx, "cluster join", err)
+}
+
+// joinConflict refuses a join that would take a live member's place. A
+// join re-addresses a known node_id, and removes another member on the
+// same raft_addr (a node rebuilt under a new id): right when that member is
+// gone, and a cluster without a leader, or without a quorum, when it is
+// not. So the node at http_addr must say it is node_id at raft_addr (a
+// mistyped address names another node), a node_id in use must belong to a
+// member that no longer answers (a second node started with the same
+// --node-id, node1 by default, would take the first one's place), and the
+// member a join would remove must leave a quorum that answers.
+func (s *Server) joinConflict(req joinRequest) *apierr.Error {
+	st, err := s.peerSelf(req.HTTPAddr, false)
+	if err != nil {
+		return apierr.New(apierr.Invalid, "http_addr", "http_addr does not answer as a gateway node ("+err.Error()+"): start the node before it joins")
+	}
+	if st.NodeID != req.NodeID || st.RaftAddr != req.RaftAddr {
+		return apierr.New(apierr.IllegalStatus, "node_id", fmt.Sprintf(
+			"the node at http_addr %s is %s with raft_addr %s, not %s with raft_addr %s", req.HTTPAddr, st.NodeID, st.RaftAddr, req.NodeID, req.RaftAddr))
+	}
+	members, err := s.cfg.Cluster.Members()
+	if err != nil {
+		return nil // the join itself will say what is wrong
+	}
+	self := s.cfg.Cluster.SelfMember().NodeID
+	for _, m := range members {
+		switch {
+		case m.ID == req.NodeID && m.RaftAddr != req.RaftAddr && (m.ID == self || probeRaft(m.RaftAddr) == nil):
+			return apierr.New(apierr.IllegalStatus, "node_id", fmt.Sprintf(
+				"node_id %s is a member at raft_addr %s, which answers: start the new node with its own --node-id (node1 is the default), or stop the old one and then join", m.ID, m.RaftAddr))
+		case m.ID != req.NodeID && m.RaftAddr == req.RaftAddr && m.InRaft:
+			if m.ID == self {
+				return apierr.New(apierr.IllegalStatus, "raft_addr", "raft_addr "+m.RaftAddr+" is the leader's")
+			}
+			if e := s.quorumAfterRemove(m.ID); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
 }
 
 // probeRaftTimeout bounds the check that a raft address answers.
