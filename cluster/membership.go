@@ -128,7 +128,7 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 // maintenance this way, and tests pick the leader.
 func (n *Node) TransferLeadership(id string) error {
 	if id == "" {
-		return leaderErr(n.Raft.LeadershipTransfer().Error())
+		return transferErr(n.Raft.LeadershipTransfer().Error())
 	}
 	if id == n.cfg.NodeID {
 		if n.Raft.State() == raft.Leader {
@@ -142,10 +142,33 @@ func (n *Node) TransferLeadership(id string) error {
 	}
 	for _, s := range cf.Configuration().Servers {
 		if s.ID == raft.ServerID(id) && s.Suffrage == raft.Voter {
-			return leaderErr(n.Raft.LeadershipTransferToServer(s.ID, s.Address).Error())
+			return transferErr(n.Raft.LeadershipTransferToServer(s.ID, s.Address).Error())
 		}
 	}
 	return ErrUnknownMember
+}
+
+// ErrNoOtherVoter is a leadership transfer with no other voter to take it.
+var ErrNoOtherVoter = errors.New("cluster: no other voter to hand leadership to")
+
+// ErrTransferFailed is a leadership transfer that did not happen in time:
+// the target did not catch up or win its election (raft's reason follows).
+// Leadership stays where it was.
+var ErrTransferFailed = errors.New("cluster: leadership did not move")
+
+// transferErr names raft's leadership transfer errors, which are plain
+// strings, so the operator learns why rather than "internal error".
+func transferErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if err := leaderErr(err); errors.Is(err, ErrNoLeader) {
+		return err
+	}
+	if err.Error() == "cannot find peer" {
+		return ErrNoOtherVoter
+	}
+	return fmt.Errorf("%w: %v", ErrTransferFailed, err)
 }
 
 // HandOver gives leadership to another voter before this node stops, as

@@ -54,6 +54,11 @@ func TestAdminRefusesHarmfulChanges(t *testing.T) {
 		}
 	})
 
+	t.Run("a leadership transfer with no one to take it", func(t *testing.T) {
+		// raft's "cannot find peer" was answered 500 "internal error".
+		expectAdminError(t, n, "/admin/v1/cluster/transfer-leadership", `{}`, 409, "0.03", "node_id")
+	})
+
 	t.Run("a voter that does not answer", func(t *testing.T) {
 		// Added, it would count against the quorum at once: a single node
 		// would stop leading.

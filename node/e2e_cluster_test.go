@@ -564,4 +564,25 @@ func TestClusterJoinCannotTakeALiveMembersPlace(t *testing.T) {
 	if r := m.At(follower).Post(t, "charge", chargeBody(newOrderID("twin"), "4111111111111111", 1200, 24)); r.Status != 200 {
 		t.Fatalf("charge through a follower: %d %s", r.Status, r.Body)
 	}
+
+	// A removed leader stops taking part but its process runs on: joined
+	// again as it is, it would be a voter that never votes.
+	twin.Kill()
+	if st, err := leader.Admin("POST", "/admin/v1/cluster/remove", fmt.Sprintf(`{"node_id":%q}`, leader.ID), nil); st != 200 {
+		t.Fatalf("remove %s: %d %v", leader.ID, st, err)
+	}
+	next := c.WaitLeader(leader, 10*time.Second)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s, err := leader.Self(false)
+		if err == nil && s.State == "Shutdown" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's raft did not stop after its removal: %+v %v", leader.ID, s, err)
+		}
+	}
+	body = fmt.Sprintf(`{"node_id":%q,"raft_addr":%q,"http_addr":%q}`, leader.ID, leader.RaftAddr, leader.HTTPAddr)
+	if st, err := next.Admin("POST", "/admin/v1/cluster/join", body, nil); st != 409 || !strings.Contains(err.Error(), "left the cluster") {
+		t.Fatalf("join of the removed %s as it is: %d %v, want 409", leader.ID, st, err)
+	}
 }

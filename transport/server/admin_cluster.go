@@ -210,6 +210,11 @@ func (s *Server) joinConflict(req joinRequest) *apierr.Error {
 		return apierr.New(apierr.IllegalStatus, "node_id", fmt.Sprintf(
 			"the node at http_addr %s is %s with raft_addr %s, not %s with raft_addr %s", req.HTTPAddr, st.NodeID, st.RaftAddr, req.NodeID, req.RaftAddr))
 	}
+	if st.State == "Shutdown" {
+		// Removed, it stopped its raft (the process still serves): added
+		// back, it would be a voter that never votes.
+		return apierr.New(apierr.IllegalStatus, "node_id", "the node at http_addr has left the cluster and stopped taking part: restart it with an empty data dir and --join")
+	}
 	members, err := s.cfg.Cluster.Members()
 	if err != nil {
 		return nil // the join itself will say what is wrong
@@ -323,6 +328,13 @@ func (s *Server) membershipAnswer(ctx *fasthttp.RequestCtx, op string, err error
 		return
 	case errors.Is(err, cluster.ErrLastVoter):
 		writeError(ctx, apierr.New(apierr.IllegalStatus, "node_id", "the only voter cannot be removed"))
+		return
+	case errors.Is(err, cluster.ErrNoOtherVoter):
+		writeError(ctx, apierr.New(apierr.IllegalStatus, "node_id", "there is no other voter to hand leadership to"))
+		return
+	case errors.Is(err, cluster.ErrTransferFailed):
+		e := apierr.New(apierr.Unavailable, "node_id", err.Error()+"; leadership stays where it was: check that the target is up and caught up, then retry")
+		writeError(ctx, e)
 		return
 	case err != nil:
 		writeError(ctx, s.errorFor(op, err))
