@@ -102,6 +102,11 @@ func ParseDelays(s string) ([]time.Duration, error) {
 func (c *Config) Validate() error {
 	if c.Dev {
 		if c.AdminToken == "" {
+			// The development token is printed and documented: on an
+			// address other machines reach, anyone could create merchants.
+			if !loopbackAddr(c.HTTPAddr) {
+				return fmt.Errorf("--dev on --http-addr %s, which other machines may reach, would open the admin API with the well-known development token: give --admin-token, or listen on 127.0.0.1", c.HTTPAddr)
+			}
 			c.AdminToken = DevAdminToken
 		}
 		c.AllowPrivateCallbacks = true
@@ -178,4 +183,17 @@ func joinAddress(join string) (string, error) {
 		return "", fmt.Errorf("--join %q: want the HTTP address of a member, host:port or http://host:port", join)
 	}
 	return addr, nil
+}
+
+// loopbackAddr reports whether host:port listens on this machine only.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -76,3 +76,32 @@ func TestValidateRefusesNegativeAndMalformedValues(t *testing.T) {
 		}
 	}
 }
+
+// --dev prints and documents its admin token: on an address other machines
+// may reach it needs a token of the operator's own.
+func TestDevOnTheNetworkNeedsItsOwnAdminToken(t *testing.T) {
+	for _, tc := range []struct {
+		addr, token string
+		ok          bool
+	}{
+		{"127.0.0.1:8080", "", true},
+		{"localhost:8080", "", true},
+		{"[::1]:8080", "", true},
+		{"0.0.0.0:8080", "", false},
+		{":8080", "", false},
+		{"10.1.2.3:8080", "", false},
+		{"0.0.0.0:8080", "an-operator-token", true},
+	} {
+		c := Config{Dev: true, SettleDelayUnit: time.Hour, HTTPAddr: tc.addr, AdminToken: tc.token}
+		err := c.Validate()
+		if tc.ok && err != nil {
+			t.Errorf("--dev --http-addr %s, token %q: %v", tc.addr, tc.token, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "--admin-token")) {
+			t.Errorf("--dev --http-addr %s without --admin-token: %v, want refused", tc.addr, err)
+		}
+		if tc.ok && tc.token == "" && c.AdminToken != DevAdminToken {
+			t.Errorf("--dev --http-addr %s: admin token %q, want the development one", tc.addr, c.AdminToken)
+		}
+	}
+}

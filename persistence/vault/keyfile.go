@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // DevKeyFile is the name of the development key file inside the data dir.
@@ -20,7 +21,14 @@ const DevKeyFile = "dev-vault.key"
 // alphabet, padded or not) of 32 bytes; surrounding whitespace and a final
 // newline are ignored for the text forms. Anything else is an error that
 // names the accepted forms but never echoes the file's content.
+//
+// A key file that its group or others may read or write is refused, as ssh
+// refuses such a private key: whoever reads it opens every stored card.
 func LoadKEK(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("vault: key file %s has mode %04o, open to its group or others: chmod 600 it (and create key files with umask 077)",
+			path, fi.Mode().Perm())
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("vault: read key file: %w", err)
