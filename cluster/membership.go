@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"time"
@@ -406,4 +407,18 @@ func (n *Node) Self(withDigest bool) (SelfStatus, error) {
 		s.Digest, s.DigestIndex = d, idx
 	}
 	return s, nil
+}
+
+// UnspecifiedHost reports whether host:port listens on every interface
+// rather than naming an address: no member can be reached at it.
+func UnspecifiedHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
 }

@@ -9,11 +9,16 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/paygate/gateway/cluster"
 )
 
 // Config is a node's configuration (contract section 10).
 type Config struct {
-	HTTPAddr              string
+	HTTPAddr string
+	// AdvertiseHTTPAddr is the address the other nodes reach this one's
+	// HTTP API on (default: HTTPAddr); it is what the member record holds.
+	AdvertiseHTTPAddr     string
 	DataDir               string
 	NodeID                string
 	RaftAddr              string
@@ -133,8 +138,11 @@ func (c *Config) Validate() error {
 	if err := c.checkNotNegative(); err != nil {
 		return err
 	}
+	if err := c.checkAdvertisedHTTP(); err != nil {
+		return err
+	}
 	if c.FormURL == "" {
-		c.FormURL = "http://" + c.HTTPAddr
+		c.FormURL = "http://" + c.AdvertiseHTTPAddr
 	} else if u, err := url.Parse(c.FormURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 		u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("--form-url %q: want the absolute http(s) address the forms are served at, e.g. https://pay.example.com", c.FormURL)
@@ -196,4 +204,25 @@ func loopbackAddr(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// checkAdvertisedHTTP fills AdvertiseHTTPAddr. Peers forward writes to the
+// address a member records, so it must name this machine: an --http-addr
+// that listens on every interface (0.0.0.0, ::, or no host) names none, and
+// recorded as it is, every peer would forward to itself. A node that joins
+// a cluster needs --advertise-http-addr then; a first node may start
+// without one, and the leader refuses joins while it advertises no address
+// (server.joinConflict).
+func (c *Config) checkAdvertisedHTTP() error {
+	if c.AdvertiseHTTPAddr == "" {
+		c.AdvertiseHTTPAddr = c.HTTPAddr
+		if c.Join != "" && cluster.UnspecifiedHost(c.HTTPAddr) {
+			return fmt.Errorf("--http-addr %s listens on every interface and names no address the cluster can reach this node on: give --advertise-http-addr host:port", c.HTTPAddr)
+		}
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(c.AdvertiseHTTPAddr); err != nil || cluster.UnspecifiedHost(c.AdvertiseHTTPAddr) {
+		return fmt.Errorf("--advertise-http-addr %q: want host:port of an address the other nodes reach this one on", c.AdvertiseHTTPAddr)
+	}
+	return nil
 }

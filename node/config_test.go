@@ -105,3 +105,32 @@ func TestDevOnTheNetworkNeedsItsOwnAdminToken(t *testing.T) {
 		}
 	}
 }
+
+// The member record holds the address peers forward to: an --http-addr on
+// every interface names none, so a joining node needs --advertise-http-addr.
+func TestAdvertisedHTTPAddr(t *testing.T) {
+	for _, tc := range []struct {
+		http, advertise, join string
+		want                  string // AdvertiseHTTPAddr after Validate; "" for an error
+	}{
+		{"127.0.0.1:8080", "", "", "127.0.0.1:8080"},
+		{"0.0.0.0:8080", "", "", "0.0.0.0:8080"}, // a first node may; joins to it are refused
+		{"0.0.0.0:8080", "", "10.0.0.1:8081", ""},
+		{":8080", "", "10.0.0.1:8081", ""},
+		{"[::]:8080", "", "10.0.0.1:8081", ""},
+		{"0.0.0.0:8080", "10.0.0.2:8080", "10.0.0.1:8081", "10.0.0.2:8080"},
+		{"0.0.0.0:8080", "gw-2.internal:8080", "", "gw-2.internal:8080"},
+		{"0.0.0.0:8080", "0.0.0.0:8080", "", ""},
+		{"0.0.0.0:8080", "gw-2.internal", "", ""},
+	} {
+		c := Config{AdminToken: "t", VaultKeyFile: "k", SettleDelayUnit: time.Hour,
+			HTTPAddr: tc.http, AdvertiseHTTPAddr: tc.advertise, Join: tc.join}
+		err := c.Validate()
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("--http-addr %s --advertise-http-addr %q --join %q: accepted, want refused", tc.http, tc.advertise, tc.join)
+		case tc.want != "" && (err != nil || c.AdvertiseHTTPAddr != tc.want):
+			t.Errorf("--http-addr %s --advertise-http-addr %q --join %q: %q %v, want %q", tc.http, tc.advertise, tc.join, c.AdvertiseHTTPAddr, err, tc.want)
+		}
+	}
+}

@@ -94,7 +94,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.raft, err = cluster.Start(cluster.Config{
 		NodeID: cfg.NodeID, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, RaftLogDir: cfg.RaftLogDir, Bootstrap: cfg.Join == "",
 		Logger: logger, HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
-		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, HTTPAddr: cfg.HTTPAddr,
+		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, HTTPAddr: cfg.AdvertiseHTTPAddr,
 		WALSegmentBytes: cfg.WALSegmentBytes, SnapshotBytesPerSec: cfg.SnapshotRateMiB << 20,
 	}, fsm)
 	if err != nil {

@@ -215,11 +215,16 @@ func (s *Server) joinConflict(req joinRequest) *apierr.Error {
 		// back, it would be a voter that never votes.
 		return apierr.New(apierr.IllegalStatus, "node_id", "the node at http_addr has left the cluster and stopped taking part: restart it with an empty data dir and --join")
 	}
+	selfMember := s.cfg.Cluster.SelfMember()
+	if cluster.UnspecifiedHost(selfMember.HTTPAddr) {
+		return apierr.New(apierr.IllegalStatus, "http_addr", "this node advertises "+selfMember.HTTPAddr+
+			", which names no address the others can forward to: restart it with --advertise-http-addr host:port first")
+	}
 	members, err := s.cfg.Cluster.Members()
 	if err != nil {
 		return nil // the join itself will say what is wrong
 	}
-	self := s.cfg.Cluster.SelfMember().NodeID
+	self := selfMember.NodeID
 	for _, m := range members {
 		switch {
 		case m.ID == req.NodeID && m.RaftAddr != req.RaftAddr && (m.ID == self || probeRaft(m.RaftAddr) == nil):
