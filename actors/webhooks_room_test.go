@@ -59,6 +59,37 @@ func (r *hangingReceiver) startedAt(host string) []string {
 	return append([]string(nil), r.started[host]...)
 }
 
+// waitUntil polls cond until it holds, failing with what() after 5 s.
+func waitUntil(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
+		}
+	}
+}
+
+// waitFullAndSending waits until endpoint hang.test holds room
+// notifications and its first request has reached the receiver.
+func waitFullAndSending(t *testing.T, w *Webhooks, rx *hangingReceiver, room int) {
+	t.Helper()
+	waitUntil(t, func() bool { return queuedAt(w, "http://hang.test") == room && len(rx.startedAt("hang.test")) == 1 },
+		func() string {
+			return fmt.Sprintf("the endpoint holds %d with %d requests begun, want %d and 1", queuedAt(w, "http://hang.test"), len(rx.startedAt("hang.test")), room)
+		})
+}
+
+// waitNoneCounted waits until the dispatcher counts nothing at hang.test:
+// the last hand-out ends when its delivery actor has ended, after its
+// result was committed.
+func waitNoneCounted(t *testing.T, w *Webhooks) {
+	t.Helper()
+	waitUntil(t, func() bool { return queuedAt(w, "http://hang.test") == 0 },
+		func() string {
+			return fmt.Sprintf("%d still counted with nothing left to send", queuedAt(w, "http://hang.test"))
+		})
+}
+
 // queuedAt is what the dispatcher counts as held by endpoint ep.
 func queuedAt(w *Webhooks, ep string) int {
 	w.mu.Lock()
@@ -248,12 +279,7 @@ func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 		AttemptTimeout: 100 * time.Millisecond, LeaseSlack: 10 * time.Millisecond}
 	w := NewWebhooks(f.reg.system, cfg)
 	stop := lead(t, w)
-	// The endpoint full, and its first request under way at the receiver.
-	for deadline := time.Now().Add(5 * time.Second); queuedAt(w, "http://hang.test") != room || len(rx.startedAt("hang.test")) != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the endpoint holds %d, want %d", queuedAt(w, "http://hang.test"), room)
-		}
-	}
+	waitFullAndSending(t, w, rx, room)
 	first := rx.startedAt("hang.test")
 	stop()
 	if n := queuedAt(w, "http://hang.test"); n != 0 {
@@ -281,13 +307,7 @@ func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 	if len(counts) != orders {
 		t.Fatalf("%d orders' notifications sent, want %d", len(counts), orders)
 	}
-	// The last hand-out ends when its delivery actor has ended, after its
-	// result was committed.
-	for deadline := time.Now().Add(5 * time.Second); queuedAt(w, "http://hang.test") != 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d still counted with nothing left to send", queuedAt(w, "http://hang.test"))
-		}
-	}
+	waitNoneCounted(t, w)
 }
 
 // An endpoint actor that crashes keeps its queue: the notifications it held
@@ -306,11 +326,7 @@ func TestWebhooksEndpointActorCrashKeepsItsQueue(t *testing.T) {
 	rx := newHangingReceiver(t)
 	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 1, EndpointQueue: room, Poll: 20 * time.Millisecond, AttemptTimeout: 10 * time.Second})
-	for deadline := time.Now().Add(5 * time.Second); queuedAt(w, "http://hang.test") != room || len(rx.startedAt("hang.test")) != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the endpoint holds %d, want %d", queuedAt(w, "http://hang.test"), room)
-		}
-	}
+	waitFullAndSending(t, w, rx, room)
 	// A message the endpoint actor cannot handle: it panics, and its
 	// supervisor restarts it once the attempt under way has ended.
 	w.system.Root.Send(w.supervisor, toEndpoint{n: nil, endpoint: "http://hang.test"})
@@ -328,9 +344,5 @@ func TestWebhooksEndpointActorCrashKeepsItsQueue(t *testing.T) {
 			t.Fatalf("%s sent %d times: %v", id, n, rx.startedAt("hang.test"))
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); queuedAt(w, "http://hang.test") != 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d still counted with everything delivered", queuedAt(w, "http://hang.test"))
-		}
-	}
+	waitNoneCounted(t, w)
 }

@@ -334,14 +334,7 @@ func runWebhooks(t *testing.T, f *fixture, cfg WebhookConfig) (w *Webhooks, stop
 	cfg.Store, cfg.Proposer, cfg.Logger, cfg.Now = f.store, f.proposer, f.deps.Logger, time.Now
 	cfg.Keys = func(string) (string, *signature.Key, bool) { return "whpk", testWebhookKey, true }
 	w = NewWebhooks(f.reg.system, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx) }()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	waitRunning(t, w)
-	return w, stop
+	return w, lead(t, w)
 }
 
 // Endpoint actors retire once idle, and only then: not while an attempt is

@@ -23,29 +23,9 @@ func TestForwardFailuresThatNeverReachedTheLeader(t *testing.T) {
 		l.Close()
 		return addr
 	}
-	// readsThenDrops reads a whole request, then closes without answering:
-	// the leader had the refund.
-	readsThenDrops := func() string {
-		l, err := net.Listen("tcp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
-					c.Close()
-				}
-			}
-		}()
-		return l.Addr().String()
-	}
-	// readsAndStalls reads a whole request and never answers.
-	readsAndStalls := func() string {
+	// leader listens as the leader would, and does what with each
+	// connection once it has read a whole request.
+	leader := func(then func(net.Conn)) string {
 		l, err := net.Listen("tcp4", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -58,11 +38,15 @@ func TestForwardFailuresThatNeverReachedTheLeader(t *testing.T) {
 					return
 				}
 				t.Cleanup(func() { c.Close() })
-				http.ReadRequest(bufio.NewReader(c))
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					then(c)
+				}
 			}
 		}()
 		return l.Addr().String()
 	}
+	readsThenDrops := leader(func(c net.Conn) { c.Close() }) // the leader had the refund
+	readsAndStalls := leader(func(net.Conn) {})              // and never answers
 	for _, c := range []struct {
 		name      string
 		addr      string
@@ -70,8 +54,8 @@ func TestForwardFailuresThatNeverReachedTheLeader(t *testing.T) {
 		neverSent bool
 	}{
 		{"connection refused", closedPort(), time.Second, true},
-		{"answered by a closed connection", readsThenDrops(), time.Second, false},
-		{"no answer in time", readsAndStalls(), 200 * time.Millisecond, false},
+		{"answered by a closed connection", readsThenDrops, time.Second, false},
+		{"no answer in time", readsAndStalls, 200 * time.Millisecond, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fwd := newForwarder(time.Second)
