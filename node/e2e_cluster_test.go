@@ -586,3 +586,37 @@ func TestClusterJoinCannotTakeALiveMembersPlace(t *testing.T) {
 		t.Fatalf("join of the removed %s as it is: %d %v, want 409", leader.ID, st, err)
 	}
 }
+
+// A restarted member whose address changed gets its record updated, also
+// when raft holds its raft address in another spelling: the first node's is
+// recorded as its transport resolved it (localhost:P as 127.0.0.1:P), while
+// the node asks with --raft-addr as typed.
+func TestClusterMemberRecordFollowsANewHTTPAddr(t *testing.T) {
+	key := nodetest.NewKeyFile(t)
+	raftPort := strings.Split(nodetest.FreeAddr(t), ":")[1]
+	first := nodetest.Start(t, nodetest.Options{ID: "node1", KeyFile: key, Args: []string{"--raft-addr", "localhost:" + raftPort}})
+	c := nodetest.ClusterOf(t, key, first)
+	for _, id := range []string{"node2", "node3"} {
+		c.Nodes = append(c.Nodes, nodetest.Start(t, nodetest.Options{ID: id, KeyFile: key, Join: first.HTTPAddr}))
+	}
+	c.WaitMembers(3, 30*time.Second)
+	if st, err := first.Admin("POST", "/admin/v1/cluster/transfer-leadership", `{"node_id":"node2"}`, nil); st != 200 {
+		t.Fatalf("transfer: %d %v", st, err)
+	}
+	next := c.WaitLeader(first, 10*time.Second)
+	first.HTTPAddr = nodetest.FreeAddr(t)
+	first.Restart()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		v, err := next.Status()
+		if err == nil {
+			for _, m := range v.Members {
+				if m.ID == "node1" && m.HTTPAddr == first.HTTPAddr {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node1's record does not hold its new http address %s: %+v %v\nnode1's log:\n%s", first.HTTPAddr, v, err, first.Logs())
+		}
+	}
+}

@@ -72,7 +72,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		}
 	}()
 
-	kek, err := loadKEK(cfg)
+	kek, err := loadKEK(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -159,8 +159,12 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 // newID is a time-ordered unique id for transactions and cards.
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
-func loadKEK(cfg Config) ([]byte, error) {
+func loadKEK(cfg Config, logger *slog.Logger) ([]byte, error) {
 	if cfg.VaultKeyFile != "" {
+		if mode, exposed := vault.KeyFileExposed(cfg.VaultKeyFile); exposed {
+			logger.Warn("the vault key file is open to its group or others, and whoever reads it opens every stored card: chmod 600 it",
+				"file", cfg.VaultKeyFile, "mode", fmt.Sprintf("%04o", mode))
+		}
 		return vault.LoadKEK(cfg.VaultKeyFile)
 	}
 	return vault.DevKEK(cfg.DataDir)

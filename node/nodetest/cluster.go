@@ -39,6 +39,12 @@ func StartCluster(t testing.TB, n int, args ...string) *Cluster {
 	return c
 }
 
+// ClusterOf groups nodes started one by one (with options StartCluster
+// does not give) into a Cluster.
+func ClusterOf(t testing.TB, keyFile string, nodes ...*Node) *Cluster {
+	return &Cluster{t: t, KeyFile: keyFile, Nodes: nodes}
+}
+
 // ByID returns the node with that id.
 func (c *Cluster) ByID(id string) *Node {
 	for _, n := range c.Nodes {

@@ -21,14 +21,7 @@ const DevKeyFile = "dev-vault.key"
 // alphabet, padded or not) of 32 bytes; surrounding whitespace and a final
 // newline are ignored for the text forms. Anything else is an error that
 // names the accepted forms but never echoes the file's content.
-//
-// A key file that its group or others may read or write is refused, as ssh
-// refuses such a private key: whoever reads it opens every stored card.
 func LoadKEK(path string) ([]byte, error) {
-	if fi, err := os.Stat(path); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("vault: key file %s has mode %04o, open to its group or others: chmod 600 it (and create key files with umask 077)",
-			path, fi.Mode().Perm())
-	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("vault: read key file: %w", err)
@@ -135,4 +128,17 @@ func syncDir(dir string) {
 		_ = d.Sync()
 		_ = d.Close()
 	}
+}
+
+// KeyFileExposed reports a key file that its group or others may read or
+// write, with its mode: whoever reads it opens every stored card. The node
+// warns about one at start rather than refusing it, since key files made by
+// the guide before it said umask 077, and secrets mounted by some
+// orchestrators, are 0644.
+func KeyFileExposed(path string) (os.FileMode, bool) {
+	fi, err := os.Stat(path)
+	if err != nil || runtime.GOOS == "windows" {
+		return 0, false
+	}
+	return fi.Mode().Perm(), fi.Mode().Perm()&0o077 != 0
 }

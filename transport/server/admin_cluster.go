@@ -206,7 +206,7 @@ func (s *Server) joinConflict(req joinRequest) *apierr.Error {
 	if err != nil {
 		return apierr.New(apierr.Invalid, "http_addr", "http_addr does not answer as a gateway node ("+err.Error()+"): start the node before it joins")
 	}
-	if st.NodeID != req.NodeID || st.RaftAddr != req.RaftAddr {
+	if st.NodeID != req.NodeID || !sameAddr(st.RaftAddr, req.RaftAddr) {
 		return apierr.New(apierr.IllegalStatus, "node_id", fmt.Sprintf(
 			"the node at http_addr %s is %s with raft_addr %s, not %s with raft_addr %s", req.HTTPAddr, st.NodeID, st.RaftAddr, req.NodeID, req.RaftAddr))
 	}
@@ -227,10 +227,10 @@ func (s *Server) joinConflict(req joinRequest) *apierr.Error {
 	self := selfMember.NodeID
 	for _, m := range members {
 		switch {
-		case m.ID == req.NodeID && m.RaftAddr != req.RaftAddr && (m.ID == self || probeRaft(m.RaftAddr) == nil):
+		case m.ID == req.NodeID && !sameAddr(m.RaftAddr, req.RaftAddr) && (m.ID == self || probeRaft(m.RaftAddr) == nil):
 			return apierr.New(apierr.IllegalStatus, "node_id", fmt.Sprintf(
 				"node_id %s is a member at raft_addr %s, which answers: start the new node with its own --node-id (node1 is the default), or stop the old one and then join", m.ID, m.RaftAddr))
-		case m.ID != req.NodeID && m.RaftAddr == req.RaftAddr && m.InRaft:
+		case m.ID != req.NodeID && sameAddr(m.RaftAddr, req.RaftAddr) && m.InRaft:
 			if m.ID == self {
 				return apierr.New(apierr.IllegalStatus, "raft_addr", "raft_addr "+m.RaftAddr+" is the leader's")
 			}
@@ -240,6 +240,40 @@ func (s *Server) joinConflict(req joinRequest) *apierr.Error {
 		}
 	}
 	return nil
+}
+
+// sameAddr reports whether two host:port addresses name the same place:
+// raft records the first node's address as its transport resolved it
+// (localhost:7001 becomes 127.0.0.1:7001), while the node itself, and an
+// operator, may spell it as typed.
+func sameAddr(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ha, pa, err1 := net.SplitHostPort(a)
+	hb, pb, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || pa != pb {
+		return false
+	}
+	ipsA, ipsB := hostIPs(ha), hostIPs(hb)
+	for _, x := range ipsA {
+		for _, y := range ipsB {
+			if x.Equal(y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hostIPs is host's address, or the addresses its name resolves to (none
+// when it does not resolve).
+func hostIPs(host string) []net.IP {
+	if ip := net.ParseIP(host); ip != nil {
+		return []net.IP{ip}
+	}
+	ips, _ := net.LookupIP(host)
+	return ips
 }
 
 // probeRaftTimeout bounds the check that a raft address answers.

@@ -75,3 +75,23 @@ func TestForwardFailuresThatNeverReachedTheLeader(t *testing.T) {
 		})
 	}
 }
+
+// The same raft address spelt two ways is one address: raft records the
+// first node's as its transport resolved it, the node sends it as typed.
+func TestSameAddr(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"127.0.0.1:7001", "127.0.0.1:7001", true},
+		{"localhost:7001", "127.0.0.1:7001", true},
+		{"[::1]:7001", "[0:0:0:0:0:0:0:1]:7001", true},
+		{"127.0.0.1:7001", "127.0.0.1:7002", false},
+		{"127.0.0.1:7001", "127.0.0.2:7001", false},
+		{"no-such-host.invalid:7001", "127.0.0.1:7001", false},
+	} {
+		if got := sameAddr(c.a, c.b); got != c.same {
+			t.Errorf("sameAddr(%q, %q) = %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
+}
