@@ -90,6 +90,18 @@ func waitNoneCounted(t *testing.T, w *Webhooks) {
 		})
 }
 
+// createOrders creates n orders named prefix000, prefix001, … with
+// callbackURL, and waits for their notifications to be committed.
+func createOrders(t *testing.T, f *fixture, prefix string, n int, callbackURL string) {
+	t.Helper()
+	for i := range n {
+		createWithCallbackURL(t, f, fmt.Sprintf("%s%03d", prefix, i), callbackURL)
+	}
+	for i := range n {
+		waitNotifications(t, f, fmt.Sprintf("%s%03d", prefix, i))
+	}
+}
+
 // queuedAt is what the dispatcher counts as held by endpoint ep.
 func queuedAt(w *Webhooks, ep string) int {
 	w.mu.Lock()
@@ -174,18 +186,8 @@ func waitDelivered(t *testing.T, f *fixture, orderID string, within time.Duratio
 func TestWebhooksHangingEndpointHoldsUpOnlyItsOwn(t *testing.T) {
 	f := newFixture(t)
 	const backlog, room = 120, 8
-	for i := range backlog {
-		createWithCallbackURL(t, f, fmt.Sprintf("hang%03d", i), "http://hang.test/hook")
-	}
-	for i := range backlog {
-		waitNotifications(t, f, fmt.Sprintf("hang%03d", i))
-	}
-	for i := range 5 {
-		createWithCallbackURL(t, f, fmt.Sprintf("ok%03d", i), "http://ok.test/hook")
-	}
-	for i := range 5 {
-		waitNotifications(t, f, fmt.Sprintf("ok%03d", i))
-	}
+	createOrders(t, f, "hang", backlog, "http://hang.test/hook")
+	createOrders(t, f, "ok", 5, "http://ok.test/hook")
 	rx := newHangingReceiver(t)
 	// Scans every 100 ms hand out a page of 5: 50 in an attempt's lease.
 	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
@@ -265,12 +267,7 @@ func lead(t *testing.T, w *Webhooks) (stop func()) {
 func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 	f := newFixture(t)
 	const orders, room = 12, 4
-	for i := range orders {
-		createWithCallbackURL(t, f, fmt.Sprintf("lead%03d", i), "http://hang.test/hook")
-	}
-	for i := range orders {
-		waitNotifications(t, f, fmt.Sprintf("lead%03d", i))
-	}
+	createOrders(t, f, "lead", orders, "http://hang.test/hook")
 	rx := newHangingReceiver(t)
 	cfg := WebhookConfig{Store: f.store, Proposer: f.proposer, Logger: f.deps.Logger, Now: time.Now,
 		Keys:    func(string) (string, *signature.Key, bool) { return "whpk", testWebhookKey, true },
@@ -317,12 +314,7 @@ func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 func TestWebhooksEndpointActorCrashKeepsItsQueue(t *testing.T) {
 	f := newFixture(t)
 	const orders, room = 6, 4
-	for i := range orders {
-		createWithCallbackURL(t, f, fmt.Sprintf("crash%03d", i), "http://hang.test/hook")
-	}
-	for i := range orders {
-		waitNotifications(t, f, fmt.Sprintf("crash%03d", i))
-	}
+	createOrders(t, f, "crash", orders, "http://hang.test/hook")
 	rx := newHangingReceiver(t)
 	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 1, EndpointQueue: room, Poll: 20 * time.Millisecond, AttemptTimeout: 10 * time.Second})
