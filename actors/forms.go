@@ -159,8 +159,8 @@ func (a *orderActor) formPayment(m *FormPayment) *Reply {
 	}
 	// Decide locally first: a used or expired form seals nothing and sends
 	// nothing through the log. The FSM decides again on the committed command.
-	if _, out := order.Apply(cur, cmd); out.Reject != nil {
-		return &Reply{Order: cur, Reject: out.Reject}
+	if rej := order.FormSubmitRefused(cur, cmd.Time); rej != nil {
+		return &Reply{Order: cur, Reject: rej}
 	}
 	source, sealed, err := a.sealNewCard(m.Merchant, &m.Card, order.PaymentSource{})
 	if err != nil {

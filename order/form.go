@@ -137,6 +137,16 @@ func applyInitPayment(cur *Order, cmd *Command) (*Order, Outcome) {
 	return o, Outcome{Created: true}
 }
 
+// FormSubmitRefused is the state machine's refusal of a form's payment at
+// time now (Unix ns), or nil when the form may pay. The front end and the
+// order actor ask it to answer a used or expired form before anything is
+// sealed, proposed or counted against a rate limit; the state machine
+// decides again on the committed command.
+func FormSubmitRefused(cur *Order, now int64) *Rejection {
+	_, out := Apply(cur, &Command{Kind: KindFormSubmit, Time: now, Submit: &SubmitData{}})
+	return out.Reject
+}
+
 func applyFormSubmit(cur *Order, cmd *Command) (*Order, Outcome) {
 	if cur.Status != StatusCreated {
 		return illegal(cur, "form submit")

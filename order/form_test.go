@@ -63,3 +63,31 @@ func TestExpiresAt(t *testing.T) {
 		}
 	}
 }
+
+// FormSubmitRefused answers as Apply would: an open form may pay until its
+// lifetime ends, a used, final or missing one may not.
+func TestFormSubmitRefused(t *testing.T) {
+	open := &order.Order{Merchant: "m1", ID: "o1", Status: order.StatusCreated, FormExpiresAt: 2000}
+	paid := &order.Order{Merchant: "m1", ID: "o1", Status: order.StatusProcessing, FormExpiresAt: 2000}
+	for _, c := range []struct {
+		name    string
+		cur     *order.Order
+		now     int64
+		refused bool
+		kind    order.RejectKind
+	}{
+		{"open", open, 1999, false, 0},
+		{"expired", open, 2000, true, order.RejectIllegalStatus},
+		{"already paid", paid, 1000, true, order.RejectIllegalStatus},
+		{"no such order", nil, 1000, true, order.RejectNotFound},
+	} {
+		got := order.FormSubmitRefused(c.cur, c.now)
+		if (got != nil) != c.refused || got != nil && got.Kind != c.kind {
+			t.Errorf("%s: %+v, want refused %v (%v)", c.name, got, c.refused, c.kind)
+		}
+		_, out := order.Apply(c.cur, &order.Command{Kind: order.KindFormSubmit, Time: c.now, TxnID: "t1", Submit: &order.SubmitData{}})
+		if (out.Reject == nil) != (got == nil) {
+			t.Errorf("%s: FormSubmitRefused %+v, Apply's answer %+v", c.name, got, out.Reject)
+		}
+	}
+}

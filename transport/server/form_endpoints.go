@@ -250,9 +250,8 @@ func (s *Server) formPay(ctx *fasthttp.RequestCtx, o *order.Order) {
 	// sends them, do not use up the merchant's rate limit for the pages,
 	// which its customers paying on other forms need. The actor decides
 	// again, and the log after it.
-	if _, out := order.Apply(o, &order.Command{Kind: order.KindFormSubmit, Time: now.UnixNano(),
-		Merchant: o.Merchant, OrderID: o.ID, Submit: &order.SubmitData{}}); out.Reject != nil {
-		writePageError(ctx, rejectionError(out.Reject))
+	if rej := order.FormSubmitRefused(o, now.UnixNano()); rej != nil {
+		writePageError(ctx, rejectionError(rej))
 		return
 	}
 	// Only a card that may pay an open form counts against the limit.
