@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,6 +131,8 @@ func New(cfg Config) *Server {
 		CloseOnShutdown:              true,
 		// fasthttp quotes up to 400 bytes of a request it cannot parse in
 		// its error: the body of a charge, card number and CVV included.
+		// This covers the request line and the header block as a whole;
+		// transportLogger covers the single header lines it still quotes.
 		SecureErrorLogMessage: true,
 		Logger:                transportLogger{cfg.Logger},
 	}
@@ -137,13 +140,61 @@ func New(cfg Config) *Server {
 }
 
 // transportLogger sends fasthttp's own messages (a connection it could not
-// serve) to the node's log, at its level and in its format.
+// serve) to the node's log, at its level and in its format, without the
+// request bytes they quote.
 type transportLogger struct{ logger *slog.Logger }
 
 func (l transportLogger) Printf(format string, args ...any) {
 	if l.logger != nil {
-		l.logger.Warn("http transport", "error", fmt.Sprintf(format, args...))
+		l.logger.Warn("http transport", "error", redactQuoted(fmt.Sprintf(format, args...)))
 	}
+}
+
+// redactQuoted replaces every quoted string of a fasthttp message with its
+// length, keeping those that are network addresses. SecureErrorLogMessage
+// does not reach the errors about one header line ("malformed mime header
+// line: %q", "invalid header value %q"), which quote the line: a client that
+// leaves out the blank line before a charge's body has its card number and
+// CVV read as a header. Every quoted string fasthttp writes comes from %q,
+// so it ends at the first unescaped quote; one that does not is cut to the
+// message's end.
+func redactQuoted(msg string) string {
+	if strings.IndexByte(msg, '"') < 0 {
+		return msg
+	}
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(msg, '"')
+		if open < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		b.WriteString(msg[:open])
+		end := open + 1
+		for end < len(msg) && msg[end] != '"' {
+			if msg[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		quoted := msg[open:min(end+1, len(msg))]
+		if inner, err := strconv.Unquote(quoted); err == nil && isNetAddr(inner) {
+			b.WriteString(quoted)
+		} else {
+			b.WriteString("<" + strconv.Itoa(len(quoted)) + " quoted bytes withheld>")
+		}
+		if end >= len(msg) {
+			return b.String()
+		}
+		msg = msg[end+1:]
+	}
+}
+
+// isNetAddr reports whether s is an IP address with a port, as fasthttp
+// quotes a connection's ends.
+func isNetAddr(s string) bool {
+	host, _, err := net.SplitHostPort(s)
+	return err == nil && net.ParseIP(host) != nil
 }
 
 // Serve accepts connections on ln until Shutdown.
