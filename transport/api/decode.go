@@ -124,10 +124,13 @@ func Parse[R any](body []byte, validate func(*R) *apierr.Error) (*R, *apierr.Err
 	return nil, typeErrs
 }
 
-// coveredBy reports whether attr is, or is inside, an attribute of e.
+// coveredBy reports whether attr is, is inside, or holds an attribute of e.
+// A member of the wrong type was decoded as null, so what the validator says
+// of it, of its members and of what holds it ("must not contain an empty
+// signature" for a list whose element was a number) is about that null.
 func coveredBy(attr string, e *apierr.Error) bool {
 	for a := range e.Messages {
-		if attr == a || strings.HasPrefix(attr, a+".") {
+		if attr == a || strings.HasPrefix(attr, a+".") || strings.HasPrefix(a, attr+".") {
 			return true
 		}
 	}

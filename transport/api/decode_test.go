@@ -399,3 +399,21 @@ func manyTypeErrors(pad string) []byte {
 	b.WriteString(`,"settle":{"delay_hours":"x"},"amount":"x","three_ds":{"force":1,"attempt_non_secure":1},"recurring":"x"}`)
 	return []byte(b.String())
 }
+
+// A list element of the wrong type is decoded as null: the validator's
+// complaint about the list that holds it ("must not contain an empty
+// signature") is about that null, and the answer leaves it out.
+func TestParseLeavesOutWhatAWrongTypeCaused(t *testing.T) {
+	body := `{"order_id":"o","amount":1,"currency":"EUR","order_description":"d","settle":{"delay_hours":1},
+		"processing_mid":"m","customer":{"user_id":"u","email":"a@b.co","ip_address":"10.0.0.1"},
+		"payment_source":{"type":"walletb-pay","signature":"s","signedMessage":"{\"a\":1}","protocolVersion":"ECv2",
+		"intermediateSigningKey":{"signedKey":"k","signatures":["a",5]}}}`
+	_, aerr := Parse([]byte(body), func(w *WalletRequest) *apierr.Error { return ValidateWallet(w, "walletb-pay") })
+	if aerr == nil || aerr.Code != apierr.Invalid {
+		t.Fatalf("want 422 2.01, got %v", aerr)
+	}
+	want := "payment_source.intermediateSigningKey.signatures.1"
+	if len(aerr.Messages) != 1 || len(aerr.Messages[want]) != 1 {
+		t.Fatalf("messages %v, want one, for %s", aerr.Messages, want)
+	}
+}
