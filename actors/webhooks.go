@@ -917,7 +917,7 @@ func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
 	var res webhook.Attempt
 	if ok {
 		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AttemptTimeout)
-		res = w.cfg.Attempt(ctx, webhook.Delivery{URL: n.URL, Body: n.Body, PublicKey: pk, Key: key})
+		res = w.cfg.Attempt(ctx, webhook.Delivery{URL: n.URL, Body: n.Body, PublicKey: pk, Key: key, CreatedAt: n.CreatedAt})
 		cancel()
 	} else {
 		res = webhook.Attempt{Error: "merchant webhook keys unknown"}

@@ -465,36 +465,99 @@ func TestProgressLine(t *testing.T) {
 // run does not know. The rate counts only first arrivals inside the window.
 func TestWebhookSinkMatching(t *testing.T) {
 	st := newStats(1)
-	s := &webhookSink{pending: map[string]*pendingHook{}, rec: st.shards[0]}
+	s := &webhookSink{pending: map[string]*pendingHook{}, rec: st.shards[0], warm: st.warm[0]}
 	t0 := time.Now()
 	s.expect("a", t0, true) // answer, then notification 5 ms later
-	s.notified("a", "authorized", true, t0.Add(5*time.Millisecond))
-	s.notified("b", "authorized", true, t0) // notification before the answer
+	s.notified("a", "authorized", true, t0.Add(5*time.Millisecond), time.Time{})
+	s.notified("b", "authorized", true, t0, time.Time{}) // notification before the answer
 	s.expect("b", t0.Add(time.Millisecond), true)
-	s.notified("a", "authorized", true, t0.Add(time.Second)) // a repeat
-	s.notified("a", "settled", true, t0.Add(time.Second))    // another status: received, nothing else
-	s.expect("c", t0, true)                                  // never notified
-	s.expect("w", t0, false)                                 // a warmup charge
-	s.notified("w", "authorized", false, t0)                 // with a bad signature
-	s.expect("v", t0, false)                                 // another warmup charge
-	s.notified("v", "authorized", true, t0.Add(time.Millisecond))
-	s.notified("x", "authorized", true, t0) // unknown order
-	s.expect("d", t0, true)                 // notified during the wait after the window
-	s.notified("d", "authorized", true, t0.Add(1500*time.Millisecond))
+	s.notified("a", "authorized", true, t0.Add(time.Second), time.Time{}) // a repeat
+	s.notified("a", "settled", true, t0.Add(time.Second), time.Time{})    // another status: received, nothing else
+	s.expect("c", t0, true)                                               // never notified
+	s.expect("w", t0, false)                                              // a warmup charge
+	s.notified("w", "authorized", false, t0, time.Time{})                 // with a bad signature
+	s.expect("v", t0, false)                                              // another warmup charge
+	s.notified("v", "authorized", true, t0.Add(time.Millisecond), time.Time{})
+	s.notified("x", "authorized", true, t0, time.Time{}) // unknown order
+	s.expect("d", t0, true)                              // notified during the wait after the window
+	s.notified("d", "authorized", true, t0.Add(1500*time.Millisecond), time.Time{})
+	// A node that says when the status changed is measured from then.
+	s.expect("e", t0.Add(15*time.Millisecond), true)
+	s.notified("e", "authorized", true, t0.Add(20*time.Millisecond), t0.Add(12*time.Millisecond).Round(0))
 	if n := s.outstanding(); n != 1 {
 		t.Errorf("outstanding %d, want 1 (c)", n)
 	}
 	r := s.report(t0, time.Second) // a window of one second from t0
-	want := WebhookReport{Expected: 4, Delivered: 3, DeliveredInWindow: 4, DeliveredPerSec: 4, Undelivered: 1,
-		Received: 8, Duplicates: 1, Unmatched: 1, BadSignature: 1} // in the window: a, b, w and v
+	want := WebhookReport{Expected: 5, Delivered: 4, DeliveredInWindow: 5, DeliveredPerSec: 5, Undelivered: 1,
+		Received: 9, Duplicates: 1, Unmatched: 1, BadSignature: 1, LatencyFrom: "mixed"} // in the window: a, b, e, w and v
 	if *r != want {
 		t.Errorf("report %+v\nwant   %+v", *r, want)
 	}
 	m := st.merge()
-	if h := m.ops["webhook"].hist; h.TotalCount() != 3 || h.Max() < 1490000 || h.Max() > 1510000 {
-		t.Errorf("webhook latencies: n=%d max=%dµs, want 3 with max 1.5 s (the early one counts 0)", h.TotalCount(), h.Max())
+	if h := m.ops["webhook"].hist; h.TotalCount() != 4 || h.Max() < 1490000 || h.Max() > 1510000 ||
+		h.ValueAtQuantile(75) < 7990 || h.ValueAtQuantile(75) > 8010 { // 0, 5 ms, 8 ms, 1.5 s
+		t.Errorf("webhook latencies: n=%d max=%dµs, want 4 with max 1.5 s (the early one counts 0) and e's 8 ms", h.TotalCount(), h.Max())
 	}
 	if m.other["webhook_undelivered"] != 1 || m.other["webhook_bad_signature"] != 1 {
 		t.Errorf("other %v", m.other)
+	}
+}
+
+// TestOpenLoopThroughputIsWhatTheServerDid: a server that stalls from late
+// in the window until after it serves the window's arrivals after the
+// window ends. They are measured (from their intended times), but the
+// throughput is what ended inside the window: counting the window's
+// arrivals instead reported the offered 200/s whatever the server did.
+func TestOpenLoopThroughputIsWhatTheServerDid(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Rate, cfg.Concurrency, cfg.Queue, cfg.Duration = 200, 1, 5000, 1500*time.Millisecond
+	g.stall(time.Now().Add(1000*time.Millisecond), 1200*time.Millisecond)
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rep.Ops["charge"]
+	t.Logf("charge %+v, open loop %+v", o, *rep.OpenLoop)
+	// About 200 arrivals answered before the stall, about 100 after it.
+	if o.Count < 250 || o.InWindow > o.Count-50 {
+		t.Errorf("count %d, in window %d: want the stalled arrivals measured, but not in the window", o.Count, o.InWindow)
+	}
+	if o.Throughput > 170 {
+		t.Errorf("throughput %.1f/s: the server answered about 200 in the 1.5 s window", o.Throughput)
+	}
+	last := rep.Timeline[len(rep.Timeline)-1]
+	if !last.AfterWindow || last.Ops["charge"].Count < 50 {
+		t.Errorf("last timeline entry %+v: want the stalled arrivals after the window", last)
+	}
+	if w := rep.Timeline[1]; w.AfterWindow || w.Span < 0.45 || w.Span > 0.55 {
+		t.Errorf("second 1 %+v: want the window's last half second", w)
+	}
+	var out bytes.Buffer
+	rep.WriteSummary(&out)
+	if !strings.Contains(out.String(), "slowest second: charge") || !strings.Contains(out.String(), "ended after the window: p99") {
+		t.Errorf("the summary does not point at the late iterations:\n%s", out.String())
+	}
+}
+
+// TestTimeoutsAreCalledOut: a stall longer than --timeout turns the
+// iterations it holds up into errors, and the percentiles of the successes
+// no longer show it; the summary says so.
+func TestTimeoutsAreCalledOut(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Rate, cfg.Concurrency, cfg.Duration, cfg.Timeout = 100, 20, 1500*time.Millisecond, 200*time.Millisecond
+	g.stall(time.Now().Add(300*time.Millisecond), 600*time.Millisecond)
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Errors.Other["timeout"] == 0 {
+		t.Fatalf("no timeouts counted: %+v", rep.Errors)
+	}
+	var out bytes.Buffer
+	rep.WriteSummary(&out)
+	if !strings.Contains(out.String(), "requests timed out: the latencies above are of successes only") {
+		t.Errorf("the summary does not warn about the timeouts:\n%s", out.String())
 	}
 }

@@ -190,6 +190,10 @@ func parseRunArgs(args []string) (runArgs, error) {
 		return ra, errors.New("--duration, --timeout, --ready-timeout and --webhook-wait must be positive")
 	case c.Queue < 0, c.Queue == 0 && flagGiven(fs, "queue"):
 		return ra, errors.New("--queue must be positive")
+	case flagGiven(fs, "queue") && c.Rate == 0:
+		return ra, errors.New("--queue is the open loop's: it goes with --rate")
+	case flagGiven(fs, "mix") && c.Workload != WorkloadMixed:
+		return ra, errors.New("--mix goes with --workload mixed")
 	}
 	switch {
 	case targets == "" && ra.spawn == 0:
@@ -299,7 +303,15 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			stopProfile()
 		}
 	}()
+	if ra.jsonPath != "" {
+		// Found out now, not after the runs.
+		if err := checkWritable(ra.jsonPath); err != nil {
+			fmt.Fprintf(stderr, "gatewaybench: --json: %v\n", err)
+			return ExitNotStarted
+		}
+	}
 	var reps []*Report
+	code := ExitOK
 	for i := range ra.runs {
 		if ra.runs > 1 {
 			fmt.Fprintf(stdout, "run %d of %d\n", i+1, ra.runs)
@@ -317,21 +329,23 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep, err := runOnce(ctx, ra, cfg, stderr, startProfile)
 		if err != nil {
 			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+			code = ExitNotStarted
 			if ctx.Err() != nil {
-				return ExitInterrupted // Ctrl-C before the window (spawning, filling the pool)
+				code = ExitInterrupted // Ctrl-C before the window (spawning, filling the pool)
 			}
-			return ExitNotStarted
+			break // the runs before it are still written
 		}
 		rep.WriteSummary(stdout)
 		reps = append(reps, rep)
 		if rep.Interrupted {
+			code = ExitInterrupted
 			break
 		}
 	}
 	if len(reps) > 1 {
 		WriteMedians(stdout, reps)
 	}
-	if ra.jsonPath != "" {
+	if ra.jsonPath != "" && len(reps) > 0 {
 		var err error
 		if ra.runs == 1 {
 			err = reps[0].WriteJSON(ra.jsonPath)
@@ -343,10 +357,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitNotStarted
 		}
 	}
-	if reps[len(reps)-1].Interrupted {
-		return ExitInterrupted
-	}
-	return ExitOK
+	return code
 }
 
 // runOnce makes one run of cfg; with --spawn, on nodes started for it (and
@@ -428,7 +439,7 @@ func mainCompare(args []string, stdout, stderr io.Writer) int {
 	for _, line := range layerLines(a, b) {
 		fmt.Fprintln(stdout, line)
 	}
-	for _, note := range []string{stealNote(a, b), readsNote(a, b), droppedNote(a, b)} {
+	for _, note := range []string{loadNote(a, b), stealNote(a, b), readsNote(a, b), droppedNote(a, b)} {
 		if note != "" {
 			fmt.Fprintln(stdout, note)
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -79,9 +80,11 @@ type answer struct {
 
 func (a answer) ok() bool { return a.status == fasthttp.StatusOK }
 
-// post sends a signed POST of body to the operation. With wantStatus the
+// post sends a signed POST of body to the operation. A 200 answer must name
+// orderID (when given): one that does not is counted as a failure,
+// "answer_without_the_order", whatever its status. With wantStatus the
 // order status of a 200 answer is decoded too.
-func (c *client) post(op string, body []byte, wantStatus bool) answer {
+func (c *client) post(op string, body []byte, orderID string, wantStatus bool) answer {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -92,7 +95,11 @@ func (c *client) post(op string, body []byte, wantStatus bool) answer {
 	req.Header.Set("merchant", c.pk)
 	req.Header.Set("signature", c.key.Sign(body))
 	req.SetBodyRaw(body)
-	return c.do(req, resp, wantStatus)
+	a := c.do(req, resp, wantStatus)
+	if a.ok() && orderID != "" && !bytes.Contains(resp.Body(), []byte(orderID)) {
+		return answer{kind: "answer_without_the_order"}
+	}
+	return a
 }
 
 // get sends an unsigned GET to a path of the operations side (healthz).

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Ratio compares one operation of run B with the same operation of run A.
@@ -126,6 +127,8 @@ func medianOp(runs []OpReport) OpReport {
 	for _, o := range runs {
 		out.Count += o.Count
 		out.Errors += o.Errors
+		out.InWindow += o.InWindow
+		out.Clamped += o.Clamped
 	}
 	out.Throughput = pick(func(o OpReport) float64 { return o.Throughput })
 	out.P50US = int64(pick(func(o OpReport) float64 { return float64(o.P50US) }))
@@ -175,6 +178,33 @@ func droppedNote(a, b []Report) string {
 		return ""
 	}
 	return fmt.Sprintf("open-loop arrivals dropped: up to %.1f%% in A, %.1f%% in B; the percentiles of a side that dropped are a lower bound", 100*da, 100*db)
+}
+
+// loadNote says when the two sides ran under different loads (closed or
+// open loop, rate, concurrency): their ratios then compare the loads as
+// much as the code.
+func loadNote(a, b []Report) string {
+	load := func(rs []Report) string {
+		seen := map[string]bool{}
+		var out []string
+		for _, r := range rs {
+			l := fmt.Sprintf("closed loop, concurrency %d", r.Concurrency)
+			if r.Loop == "open" {
+				l = fmt.Sprintf("open loop at %g/s, concurrency %d", r.Rate, r.Concurrency)
+			}
+			if !seen[l] {
+				seen[l] = true
+				out = append(out, l)
+			}
+		}
+		sort.Strings(out)
+		return strings.Join(out, "; ")
+	}
+	la, lb := load(a), load(b)
+	if la == lb {
+		return ""
+	}
+	return fmt.Sprintf("the sides ran under different loads: A %s; B %s", la, lb)
 }
 
 // stealNote says how much CPU the hypervisor took during each side's runs

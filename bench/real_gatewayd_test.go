@@ -61,7 +61,8 @@ func TestWorkloadsAgainstRealGatewayd(t *testing.T) {
 			if w == bench.WorkloadStatus && (r.Nodes.OrderReadsFromCache == 0 || r.Nodes.OrderReadsFromPebble != 0) {
 				t.Fatalf("status reads on a fresh node: %+v\n%s", *r.Nodes, stdout.String())
 			}
-			if w == bench.WorkloadWebhooks && (r.Webhooks == nil || r.Webhooks.Delivered == 0 || r.Webhooks.Duplicates != 0) {
+			if w == bench.WorkloadWebhooks && (r.Webhooks == nil || r.Webhooks.Delivered == 0 || r.Webhooks.Duplicates != 0 ||
+				r.Webhooks.LatencyFrom != "status_change") {
 				t.Fatalf("webhooks: %+v", r.Webhooks)
 			}
 		})

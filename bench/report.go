@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -47,10 +48,12 @@ type Report struct {
 }
 
 // Second is one second of the measured window: the operations that ended
-// in it. T counts from the window's start; a last entry past the window
+// in it. T counts from the window's start; Span is the length of the
+// window's last second when it is shorter. A last entry past the window
 // (AfterWindow) holds the operations that began in it and ended after it.
 type Second struct {
 	T           int                 `json:"t"`
+	Span        float64             `json:"span_s,omitzero"`
 	AfterWindow bool                `json:"after_window,omitempty"`
 	Ops         map[string]SecondOp `json:"ops"`
 }
@@ -72,18 +75,25 @@ type Machine struct {
 	Arch      string `json:"arch"`
 }
 
-// OpReport is one operation's numbers. Count and the percentiles cover
-// successful operations; Errors counts the failed ones.
+// OpReport is one operation's numbers. Count and the percentiles cover the
+// successful operations intended inside the window, however late they
+// ended; Errors counts the failed ones. Throughput is InWindow, the
+// successes that ended inside the window whenever they were intended, over
+// the window's length: what the server did in the window.
 type OpReport struct {
 	Count      int64   `json:"count"`
 	Errors     int64   `json:"errors"`
+	InWindow   int64   `json:"in_window"`
 	Throughput float64 `json:"throughput"`
-	P50US      int64   `json:"p50_us"`
-	P90US      int64   `json:"p90_us"`
-	P99US      int64   `json:"p99_us"`
-	P999US     int64   `json:"p999_us"`
-	MaxUS      int64   `json:"max_us"`
-	MeanUS     float64 `json:"mean_us"`
+	// Clamped counts latencies above the histogram's range (60 s), recorded
+	// as its top: the maximum is then a floor.
+	Clamped int64   `json:"clamped,omitzero"`
+	P50US   int64   `json:"p50_us"`
+	P90US   int64   `json:"p90_us"`
+	P99US   int64   `json:"p99_us"`
+	P999US  int64   `json:"p999_us"`
+	MaxUS   int64   `json:"max_us"`
+	MeanUS  float64 `json:"mean_us"`
 }
 
 // ErrorReport counts failures: HTTP error answers by status and by the
@@ -104,7 +114,10 @@ type OpenLoopReport struct {
 	Sent      int64 `json:"sent"`      // of those, handed to a worker
 	Dropped   int64 `json:"dropped"`   // of those, refused because the queue was full
 	Late      int64 `json:"late"`      // sent more than lateAfter after their intended time
-	Queue     int   `json:"queue"`     // places for arrivals waiting for a worker (--queue)
+	// Unsent are arrivals handed to a worker that were never sent, because
+	// the run was interrupted while they waited.
+	Unsent int64 `json:"unsent,omitzero"`
+	Queue  int   `json:"queue"` // places for arrivals waiting for a worker (--queue)
 }
 
 // droppedShare is the share of the window's arrivals that were dropped, 0
@@ -131,6 +144,11 @@ type WebhookReport struct {
 	Duplicates        int64   `json:"duplicates"`  // authorised notifications repeated for an order already notified
 	Unmatched         int64   `json:"unmatched"`   // authorised notifications for no acknowledged charge of this run
 	BadSignature      int64   `json:"bad_signature"`
+	// LatencyFrom says where the webhook latencies start: "status_change"
+	// (the notification's Notification-Created-At header), "charge_answer"
+	// (the charge's 200 answer, for a node that sends no such header),
+	// "mixed", or "" when none was recorded.
+	LatencyFrom string `json:"latency_from,omitzero"`
 }
 
 func machine() Machine {
@@ -142,9 +160,9 @@ func buildOps(m merged, window time.Duration) map[string]OpReport {
 	out := make(map[string]OpReport, len(m.ops))
 	for name, o := range m.ops {
 		h := o.hist
-		r := OpReport{Count: h.TotalCount(), Errors: o.errors}
+		r := OpReport{Count: h.TotalCount(), Errors: o.errors, InWindow: o.inWindow, Clamped: o.clamped}
 		if secs > 0 {
-			r.Throughput = float64(r.Count) / secs
+			r.Throughput = float64(r.InWindow) / secs
 		}
 		if r.Count > 0 {
 			r.P50US = h.ValueAtQuantile(50)
@@ -174,13 +192,45 @@ func buildErrors(m merged) ErrorReport {
 // WriteJSON writes the report, indented, to path.
 func (r *Report) WriteJSON(path string) error { return writeJSONFile(path, r) }
 
-// writeJSONFile writes v to path as indented JSON with a final newline.
+// writeJSONFile writes v to path as indented JSON with a final newline. It
+// writes a temporary file beside path and renames it, so path holds either
+// the earlier file or the whole result, never a part of one.
 func writeJSONFile(path string, v any) error {
 	b, err := json.Marshal(v, json.Deterministic(true), jsontext.WithIndent("  "))
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	f, err := os.CreateTemp(filepath.Dir(path), ".gatewaybench-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // fails once renamed
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil { // CreateTemp makes it 0600
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// checkWritable reports whether a result can be written at path: its
+// folder exists and takes a new file.
+func checkWritable(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a folder", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".gatewaybench-*.json")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // LoadReports reads a file holding one report or a JSON array of reports.
@@ -190,18 +240,29 @@ func LoadReports(path string) ([]Report, error) {
 		return nil, err
 	}
 	trimmed := strings.TrimSpace(string(b))
+	var rs []Report
 	if strings.HasPrefix(trimmed, "[") {
-		var rs []Report
 		if err := json.Unmarshal([]byte(trimmed), &rs); err != nil {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
-		return rs, nil
+	} else {
+		var r Report
+		if err := json.Unmarshal([]byte(trimmed), &r); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		rs = []Report{r}
 	}
-	var r Report
-	if err := json.Unmarshal([]byte(trimmed), &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("%s: no result in it", path)
 	}
-	return []Report{r}, nil
+	for i, r := range rs {
+		// What a run always writes: a file without it is not a result, and
+		// its missing figures would read as zeros (infinitely fast).
+		if r.Workload == "" || (r.Loop != "closed" && r.Loop != "open") || r.Ops == nil {
+			return nil, fmt.Errorf("%s: result %d is not a gatewaybench run result (workload, loop and ops are required)", path, i+1)
+		}
+	}
+	return rs, nil
 }
 
 // sortedOps lists the report's operation names: the workload's own operation
@@ -257,9 +318,21 @@ func (r *Report) WriteSummary(w io.Writer) {
 	if line := r.slowestSecond(); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	for _, name := range r.sortedOps() {
+		if n := r.Ops[name].Clamped; n > 0 {
+			fmt.Fprintf(w, "%s: %d latencies over the histogram's %ds were recorded as %ds: its maximum is a floor\n",
+				name, n, histHighestUS/1_000_000, histHighestUS/1_000_000)
+		}
+	}
+	if n := r.Errors.Other["timeout"]; n > 0 {
+		fmt.Fprintf(w, "%d requests timed out: the latencies above are of successes only, so a stall longer than the timeout shows in the errors, not in the percentiles\n", n)
+	}
 	if ol := r.OpenLoop; ol != nil {
 		fmt.Fprintf(w, "open loop: %d scheduled, %d sent, %d dropped (queue of %d full), %d late (>%s after intended time)\n",
 			ol.Scheduled, ol.Sent, ol.Dropped, ol.Queue, ol.Late, lateAfter)
+		if ol.Unsent > 0 {
+			fmt.Fprintf(w, "open loop: %d of the arrivals handed to a worker were never sent: the run was interrupted while they waited\n", ol.Unsent)
+		}
 		if ol.Dropped > 0 {
 			fmt.Fprintf(w, "open loop: %.1f%% of the arrivals were dropped: the node did not keep up with the rate, and the percentiles above are a lower bound\n",
 				100*ol.droppedShare())
@@ -280,6 +353,12 @@ func (r *Report) WriteSummary(w io.Writer) {
 	if wh := r.Webhooks; wh != nil {
 		fmt.Fprintf(w, "webhooks: %d/%d delivered, %d undelivered; %d arrived in the window (%.1f/s); %d received in all, %d duplicates, %d unmatched, %d bad signatures\n",
 			wh.Delivered, wh.Expected, wh.Undelivered, wh.DeliveredInWindow, wh.DeliveredPerSec, wh.Received, wh.Duplicates, wh.Unmatched, wh.BadSignature)
+		switch wh.LatencyFrom {
+		case "status_change":
+			fmt.Fprintln(w, "webhooks: latency from the status change (the node's Notification-Created-At) to arrival")
+		case "charge_answer", "mixed":
+			fmt.Fprintln(w, "webhooks: latency from the charge's 200 answer to arrival for notifications without Notification-Created-At: it includes the authorisation")
+		}
 	}
 	if r.Errors.Total == 0 {
 		fmt.Fprintln(w, "errors: none")
@@ -298,20 +377,27 @@ func (r *Report) WriteSummary(w io.Writer) {
 }
 
 // slowestSecond names the second of the timeline with the highest p99 of
-// the workload's first operation, when the window has more than one.
+// the workload's first operation, when the window has more than one. The
+// entry past the window is not a second of it, but the window's iterations
+// that a stall near its end held up end there: when its p99 is higher, the
+// line says so too.
 func (r *Report) slowestSecond() string {
 	names := r.sortedOps()
 	if len(names) == 0 {
 		return ""
 	}
 	op := names[0]
-	seconds, worst := 0, -1
+	seconds, worst, late := 0, -1, -1
 	for i, sec := range r.Timeline {
+		o, ok := sec.Ops[op]
 		if sec.AfterWindow {
-			continue // not a second of the window: its operations only ended late
+			if ok && o.Count > 0 {
+				late = i
+			}
+			continue
 		}
 		seconds++
-		if o, ok := sec.Ops[op]; ok && o.Count > 0 && (worst < 0 || o.P99US > r.Timeline[worst].Ops[op].P99US) {
+		if ok && o.Count > 0 && (worst < 0 || o.P99US > r.Timeline[worst].Ops[op].P99US) {
 			worst = i
 		}
 	}
@@ -319,8 +405,14 @@ func (r *Report) slowestSecond() string {
 		return ""
 	}
 	o := r.Timeline[worst].Ops[op]
-	return fmt.Sprintf("slowest second: %s p99 %s, max %s at %ds (%d ops); the timeline is in the JSON",
+	line := fmt.Sprintf("slowest second: %s p99 %s, max %s at %ds (%d ops)",
 		op, fmtUS(o.P99US), fmtUS(o.MaxUS), r.Timeline[worst].T, o.Count)
+	if late >= 0 {
+		if l := r.Timeline[late].Ops[op]; l.P99US > o.P99US {
+			line += fmt.Sprintf("; ended after the window: p99 %s, max %s (%d ops)", fmtUS(l.P99US), fmtUS(l.MaxUS), l.Count)
+		}
+	}
+	return line + "; the timeline is in the JSON"
 }
 
 func fmtCounts(m map[string]int64) string {

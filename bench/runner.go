@@ -51,6 +51,7 @@ type run struct {
 
 	// open loop
 	scheduled, sent, dropped, late atomic.Int64
+	unsent                         atomic.Int64 // handed to a worker, not sent: the run was interrupted
 	issued                         atomic.Int64 // measured iterations begun, for Config.Requests
 }
 
@@ -89,7 +90,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	wl := r.workload()
 	if wl.webhooks {
-		sink, err := startWebhookSink(cfg.WebhookKey, cfg.WebhookSecret, r.stats.shards[0])
+		sink, err := startWebhookSink(cfg.WebhookKey, cfg.WebhookSecret, r.stats.shards[0], r.stats.warm[0])
 		if err != nil {
 			return nil, fmt.Errorf("%w: webhook receiver: %v", ErrNotStarted, err)
 		}
@@ -156,7 +157,7 @@ func (r *run) preflight() error {
 		if r.cfg.Workload == WorkloadCeiling {
 			continue
 		}
-		a := c.post(opStatus, appendStatusBody(nil, r.idPrefix+"preflight"), false)
+		a := c.post(opStatus, appendStatusBody(nil, r.idPrefix+"preflight"), "", false)
 		if a.status != 404 && !a.ok() {
 			return fmt.Errorf("%s: status of an unknown order answered %s, want 404 (are the merchant keys right?)", c.base, describe(a))
 		}
@@ -194,7 +195,7 @@ func (r *run) fillPool() error {
 				}
 				id := w.nextOrderID("p")
 				w.buf = appendChargeBody(w.buf[:0], id, "")
-				if a := w.c.post(opCharge, w.buf, false); a.ok() {
+				if a := w.c.post(opCharge, w.buf, id, false); a.ok() {
 					ids[n] = id
 					r.poolMade.Add(1)
 				} else {
@@ -225,6 +226,7 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	start := time.Now()
 	r.measureStart = start.Add(r.cfg.Warmup)
 	r.end = r.measureStart.Add(r.cfg.Duration)
+	r.stats.setWindow(r.measureStart, r.end)
 	r.phase.Store("load")
 	type cpuSample struct {
 		t        cpuTimes
@@ -291,28 +293,35 @@ func (r *run) completed() int64 {
 }
 
 // startTimeline cuts the measurements into r.timeline once a second from
-// the window's start; the returned function stops it. What ends after the
-// last cut is added by cutRest.
+// the window's start, and once more at its end (a shorter last second when
+// the window is not whole seconds); the returned function stops it. What
+// ends after the last cut is added by cutRest, marked after the window.
 func (r *run) startTimeline() func() {
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		wait := time.NewTimer(time.Until(r.measureStart))
-		defer wait.Stop()
-		select {
-		case <-done:
-			return
-		case <-wait.C:
-		}
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
+		timer := time.NewTimer(time.Hour)
+		defer timer.Stop()
+		for n := 0; ; n++ {
+			from := r.measureStart.Add(time.Duration(n) * time.Second)
+			if !from.Before(r.end) {
+				return
+			}
+			to := from.Add(time.Second)
+			if to.After(r.end) {
+				to = r.end
+			}
+			timer.Reset(time.Until(to))
 			select {
 			case <-done:
 				return
-			case <-tick.C:
-				r.timeline = append(r.timeline, Second{T: len(r.timeline), Ops: r.stats.cut()})
+			case <-timer.C:
 			}
+			sec := Second{T: n, Ops: r.stats.cut()}
+			if span := to.Sub(from); span < time.Second {
+				sec.Span = span.Seconds()
+			}
+			r.timeline = append(r.timeline, sec)
 		}
 	}()
 	return func() {
@@ -324,10 +333,21 @@ func (r *run) startTimeline() func() {
 // cutRest adds to the timeline what ended since its last cut: operations
 // begun in the window that ended after it, and for the webhooks workload
 // the notifications received while it waited and those never received.
-func (r *run) cutRest() {
-	if rest := r.stats.cut(); len(rest) > 0 {
-		r.timeline = append(r.timeline, Second{T: len(r.timeline), AfterWindow: true, Ops: rest})
+// When the window ended early (interrupted, or --requests reached), the
+// entry is the window's last, shorter second instead.
+func (r *run) cutRest(window time.Duration) {
+	rest := r.stats.cut()
+	if len(rest) == 0 {
+		return
 	}
+	n := len(r.timeline)
+	sec := Second{T: n, Ops: rest}
+	if left := window - time.Duration(n)*time.Second; left > 0 {
+		sec.Span = min(left, time.Second).Seconds()
+	} else {
+		sec.AfterWindow = true
+	}
+	r.timeline = append(r.timeline, sec)
 }
 
 // inWindow reports whether an iteration intended at t is measured.
@@ -355,7 +375,7 @@ func (r *run) closedLoop(iter iteration) bool {
 				if !now.Before(r.end) {
 					return
 				}
-				var rec *shard
+				rec := w.warm
 				if r.inWindow(now) {
 					if !r.admit() {
 						limited.Store(true)
@@ -386,9 +406,12 @@ func (r *run) openLoop(iter iteration) bool {
 		wg.Go(func() {
 			for t := range jobs {
 				if r.ctx.Err() != nil {
+					if r.inWindow(t) {
+						r.unsent.Add(1)
+					}
 					continue // drain without sending
 				}
-				var rec *shard
+				rec := w.warm
 				if r.inWindow(t) {
 					rec = w.rec
 					if time.Since(t) > lateAfter {
@@ -456,7 +479,7 @@ func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool
 	if r.sink != nil {
 		webhooks = r.sink.report(r.measureStart, window) // records undelivered notifications: before the merge
 	}
-	r.cutRest()
+	r.cutRest(window)
 	m := r.stats.merge()
 	rep := &Report{
 		Workload:     r.cfg.Workload,
@@ -484,7 +507,8 @@ func (r *run) report(startedAt time.Time, window time.Duration, interrupted bool
 	if r.cfg.Rate > 0 {
 		rep.Loop = "open"
 		rep.OpenLoop = &OpenLoopReport{
-			Scheduled: r.scheduled.Load(), Sent: r.sent.Load(), Dropped: r.dropped.Load(), Late: r.late.Load(), Queue: r.cfg.Queue,
+			Scheduled: r.scheduled.Load(), Sent: r.sent.Load(), Dropped: r.dropped.Load(), Late: r.late.Load(),
+			Unsent: r.unsent.Load(), Queue: r.cfg.Queue,
 		}
 	}
 	return rep

@@ -29,23 +29,38 @@ func newIntervalHistogram() *hdrhistogram.Histogram {
 }
 
 // recordUS records d in microseconds, clamped into the histogram's range so
-// that an outlier is kept as the largest trackable value instead of lost.
-func recordUS(h *hdrhistogram.Histogram, d time.Duration) {
+// that an outlier is kept as the largest trackable value instead of lost. It
+// reports whether d was clamped: the report says so, since such a maximum is
+// a floor.
+func recordUS(h *hdrhistogram.Histogram, d time.Duration) (clamped bool) {
 	us := d.Microseconds()
 	if us < 0 {
 		us = 0
 	}
 	if us > histHighestUS {
-		us = histHighestUS
+		us, clamped = histHighestUS, true
 	}
 	_ = h.RecordValue(us) // cannot fail: the value is in range
+	return clamped
 }
 
 // stats collects a run's measurements. Workers record into shards (one
 // mutex each); the report merges the shards once the run is over.
+//
+// Each worker has two shards: one for the iterations intended inside the
+// measured window, whose latencies and failures the report gives, and one
+// for the rest (the warmup's), which only counts successes that end inside
+// the window. Throughput is what ended inside the window, whenever it was
+// intended: counting the window's iterations instead, an open loop that
+// the server cannot keep up with would report the rate it offered, since
+// the queue's arrivals are all served after the window ends.
 type stats struct {
-	shards []*shard
+	shards []*shard // the window's iterations
+	warm   []*shard // iterations intended outside it
 	live   live
+	// start and end bound the measured window; set by setWindow before
+	// any worker records.
+	start, end time.Time
 }
 
 // live are the counters the progress line reads while the run goes on.
@@ -54,25 +69,36 @@ type live struct {
 }
 
 func newStats(n int) *stats {
-	s := &stats{shards: make([]*shard, n)}
+	s := &stats{shards: make([]*shard, n), warm: make([]*shard, n)}
 	for i := range s.shards {
-		s.shards[i] = &shard{
-			live:     &s.live,
-			ops:      map[string]*opStats{},
-			interval: map[string]*opStats{},
-			byStatus: map[string]int64{},
-			byCode:   map[string]int64{},
-			other:    map[string]int64{},
-		}
+		s.shards[i] = s.newShard(true)
+		s.warm[i] = s.newShard(false)
 	}
 	return s
 }
 
+func (s *stats) newShard(measured bool) *shard {
+	return &shard{
+		stats:    s,
+		measured: measured,
+		ops:      map[string]*opStats{},
+		interval: map[string]*opStats{},
+		byStatus: map[string]int64{},
+		byCode:   map[string]int64{},
+		other:    map[string]int64{},
+	}
+}
+
+// setWindow fixes the measured window; called before the load starts.
+func (s *stats) setWindow(start, end time.Time) { s.start, s.end = start, end }
+
 // shard is one lock's worth of measurements. A nil *shard discards what it is
-// given: it is what work outside the measured window records into.
+// given (the order pool's charges); a shard that is not measured only counts
+// the successes that end inside the window.
 type shard struct {
 	mu       sync.Mutex
-	live     *live
+	stats    *stats
+	measured bool
 	ops      map[string]*opStats
 	interval map[string]*opStats // since the timeline's last cut
 	byStatus map[string]int64    // HTTP status of failed answers
@@ -80,9 +106,14 @@ type shard struct {
 	other    map[string]int64    // failures that are not an HTTP error answer
 }
 
+// measures reports whether s records the window's iterations.
+func (s *shard) measures() bool { return s != nil && s.measured }
+
 type opStats struct {
-	hist   *hdrhistogram.Histogram // successful operations only
-	errors int64
+	hist     *hdrhistogram.Histogram // successful operations only
+	errors   int64
+	inWindow int64 // successes that ended inside the window, whenever intended
+	clamped  int64 // latencies above the histogram's range, recorded as its top
 }
 
 // opIn returns m's stats for name, made with a histogram from newHist the
@@ -101,6 +132,8 @@ func foldInto(dst map[string]*opStats, name string, o *opStats, newHist func() *
 	d := opIn(dst, name, newHist)
 	d.hist.Merge(o.hist)
 	d.errors += o.errors
+	d.inWindow += o.inWindow
+	d.clamped += o.clamped
 }
 
 func (s *shard) op(name string) *opStats { return opIn(s.ops, name, newHistogram) }
@@ -115,22 +148,37 @@ func (s *shard) addError(name string) {
 	s.intervalOp(name).errors++
 }
 
-// ok records a successful operation that took d.
+// ok records a successful operation that took d and ends now.
 func (s *shard) ok(name string, d time.Duration) {
 	if s == nil {
 		return
 	}
+	now := time.Now()
+	inWindow := !now.Before(s.stats.start) && now.Before(s.stats.end)
+	if !s.measured && !inWindow {
+		return
+	}
 	s.mu.Lock()
-	recordUS(s.op(name).hist, d)
-	recordUS(s.intervalOp(name).hist, d)
+	o := s.op(name)
+	if inWindow {
+		o.inWindow++
+	}
+	if s.measured {
+		if recordUS(o.hist, d) {
+			o.clamped++
+		}
+		recordUS(s.intervalOp(name).hist, d)
+	}
 	s.mu.Unlock()
-	s.live.ops.Add(1)
+	if s.measured {
+		s.stats.live.ops.Add(1)
+	}
 }
 
 // fail records a failed request: by HTTP status and error code when an answer
 // arrived, else by transport failure kind.
 func (s *shard) fail(name string, a answer) {
-	if s == nil {
+	if !s.measures() {
 		return
 	}
 	s.mu.Lock()
@@ -144,27 +192,27 @@ func (s *shard) fail(name string, a answer) {
 		}
 	}
 	s.mu.Unlock()
-	s.live.errors.Add(1)
+	s.stats.live.errors.Add(1)
 }
 
 // failKind records a failure that is not a request's answer (an order
 // declined, authorisation not seen in time, a notification never delivered).
 func (s *shard) failKind(name, kind string) {
-	if s == nil {
+	if !s.measures() {
 		return
 	}
 	s.mu.Lock()
 	s.addError(name)
 	s.other[kind]++
 	s.mu.Unlock()
-	s.live.errors.Add(1)
+	s.stats.live.errors.Add(1)
 }
 
 // incomplete counts a failure of a composite operation (a lifecycle that a
 // failed step cut short) whose cause its step has already recorded: it adds
 // to the operation's errors but not to the error totals.
 func (s *shard) incomplete(name string) {
-	if s == nil {
+	if !s.measures() {
 		return
 	}
 	s.mu.Lock()
@@ -182,7 +230,7 @@ type merged struct {
 
 func (s *stats) merge() merged {
 	m := merged{ops: map[string]*opStats{}, byStatus: map[string]int64{}, byCode: map[string]int64{}, other: map[string]int64{}}
-	for _, sh := range s.shards {
+	for _, sh := range append(s.shards[:len(s.shards):len(s.shards)], s.warm...) {
 		sh.mu.Lock()
 		for name, o := range sh.ops {
 			foldInto(m.ops, name, o, newHistogram)

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/transport/signature"
+	"github.com/paygate/gateway/transport/webhook"
 )
 
 // webhookSink is the webhooks workload's notification receiver: a fasthttp
@@ -18,10 +19,14 @@ import (
 // (contract section 6) and matches authorised notifications to the charges
 // that caused them.
 //
-// The latency it records (operation "webhook") runs from the moment the
-// charge's 200 answer reached the worker to the moment the notification
-// saying "authorized" reached the receiver. The notification's own
-// updated_at has one-second resolution, too coarse to measure from.
+// The latency it records (operation "webhook") runs from the status change
+// to the moment the notification saying "authorized" reached the receiver.
+// The change's time is the notification's Notification-Created-At header
+// (the node's clock, in nanoseconds: the harness must share the node's
+// clock, as on one machine). A node that sends no such header is measured
+// from the moment the charge's 200 answer reached the worker instead,
+// which adds the authorisation's time; the report says which
+// (WebhookReport.LatencyFrom). The body's updated_at has whole seconds only.
 type webhookSink struct {
 	ln  *trackingListener
 	srv *fasthttp.Server
@@ -30,12 +35,14 @@ type webhookSink struct {
 	pk  string         // webhook public key; empty means notifications are not verified
 	key *signature.Key // pooled HMAC states for pk and its secret
 
-	rec *shard // records "webhook"; the run's stats own it
+	rec  *shard // records "webhook" for the window's charges; the run's stats own it
+	warm *shard // counts the other charges' notifications that arrive in the window
 
 	mu      sync.Mutex
 	pending map[string]*pendingHook // order_id → charge answered and/or notification seen; kept once matched, to tell repeats
 	// counts, under mu
 	expected, delivered, received, duplicates, badSignature int64
+	fromChange, fromAnswer                                  int64 // latencies recorded from each start
 }
 
 // pendingHook is one order between its charge answer and its notification.
@@ -44,17 +51,18 @@ type webhookSink struct {
 type pendingHook struct {
 	answered time.Time // charge answer read; zero until then
 	arrived  time.Time // authorised notification received; zero until then
+	changed  time.Time // the status change, from the notification's header; zero without one
 	measured bool      // the charge was in the measured window
 	matched  bool      // both seen and recorded
 }
 
-func startWebhookSink(pk, sk string, rec *shard) (*webhookSink, error) {
+func startWebhookSink(pk, sk string, rec, warm *shard) (*webhookSink, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	ln := &trackingListener{Listener: l, conns: map[net.Conn]struct{}{}}
-	s := &webhookSink{ln: ln, pk: pk, key: signature.NewKey(pk, sk), rec: rec, pending: map[string]*pendingHook{}}
+	s := &webhookSink{ln: ln, pk: pk, key: signature.NewKey(pk, sk), rec: rec, warm: warm, pending: map[string]*pendingHook{}}
 	s.url = "http://" + ln.Addr().String() + "/hook"
 	s.srv = &fasthttp.Server{
 		Handler:               s.handle,
@@ -126,7 +134,11 @@ func (s *webhookSink) handle(ctx *fasthttp.RequestCtx) {
 			s.key.Verify(body, ctx.Request.Header.Peek("signature")))
 	// An unreadable body is answered ok too: nothing to match it to.
 	orderID, status := notificationFields(body)
-	s.notified(orderID, status, verified, now)
+	var changed time.Time
+	if h := ctx.Request.Header.Peek(webhook.CreatedAtHeader); len(h) > 0 {
+		changed, _ = time.Parse(time.RFC3339Nano, string(h)) // zero when unreadable
+	}
+	s.notified(orderID, status, verified, now, changed)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(okBody)
@@ -183,7 +195,7 @@ func notificationFields(body []byte) (orderID, status string) {
 	return orderID, status
 }
 
-func (s *webhookSink) notified(orderID, status string, verified bool, at time.Time) {
+func (s *webhookSink) notified(orderID, status string, verified bool, at, changed time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.received++
@@ -197,11 +209,11 @@ func (s *webhookSink) notified(orderID, status string, verified bool, at time.Ti
 	p := s.pending[orderID]
 	switch {
 	case p == nil:
-		s.pending[orderID] = &pendingHook{arrived: at} // before its charge answer
+		s.pending[orderID] = &pendingHook{arrived: at, changed: changed} // before its charge answer
 	case !p.arrived.IsZero():
 		s.duplicates++ // at-least-once delivery: a repeat
 	default:
-		p.arrived = at
+		p.arrived, p.changed = at, changed
 		s.match(p)
 	}
 }
@@ -225,13 +237,24 @@ func (s *webhookSink) expect(orderID string, answered time.Time, measured bool) 
 // match records a pair of charge answer and notification. Called with mu held.
 func (s *webhookSink) match(p *pendingHook) {
 	p.matched = true
+	var d time.Duration
+	if p.changed.IsZero() {
+		d = p.arrived.Sub(p.answered)
+	} else {
+		d = p.arrived.Round(0).Sub(p.changed) // wall clocks: the node's and the harness's
+	}
+	if d < 0 {
+		d = 0 // notified before the answer was read, or clocks a little apart
+	}
 	if !p.measured {
+		s.warm.ok("webhook", d)
 		return
 	}
 	s.delivered++
-	d := p.arrived.Sub(p.answered)
-	if d < 0 {
-		d = 0 // notified before the answer was read
+	if p.changed.IsZero() {
+		s.fromAnswer++
+	} else {
+		s.fromChange++
 	}
 	s.rec.ok("webhook", d)
 }
@@ -271,6 +294,14 @@ func (s *webhookSink) report(start time.Time, window time.Duration) *WebhookRepo
 	r := &WebhookReport{
 		CallbackURL: s.url, Expected: s.expected, Delivered: s.delivered,
 		Received: s.received, Duplicates: s.duplicates, BadSignature: s.badSignature,
+	}
+	switch {
+	case s.fromChange > 0 && s.fromAnswer > 0:
+		r.LatencyFrom = "mixed"
+	case s.fromChange > 0:
+		r.LatencyFrom = "status_change"
+	case s.fromAnswer > 0:
+		r.LatencyFrom = "charge_answer"
 	}
 	end := start.Add(window)
 	for _, p := range s.pending {

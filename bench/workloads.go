@@ -10,7 +10,8 @@ import (
 // iteration is one unit of a workload. intended is when it was due: the
 // actual start in a closed loop, the scheduled arrival in an open loop, so
 // that the first operation's latency includes any wait for a free worker.
-// rec is nil outside the measured window.
+// rec is the worker's measured shard for an iteration intended inside the
+// window, its unmeasured one otherwise (see stats).
 type iteration func(w *worker, intended time.Time, rec *shard)
 
 // workload is what a workload name selects.
@@ -41,23 +42,25 @@ func (r *run) workload() workload {
 // worker is one goroutine's state: its node, its random source, its buffer.
 // Nothing in it is shared.
 type worker struct {
-	id  int
-	r   *run
-	c   *client
-	rng *rand.Rand
-	rec *shard // where its measured operations go
-	buf []byte
-	seq int64
+	id   int
+	r    *run
+	c    *client
+	rng  *rand.Rand
+	rec  *shard // where the window's iterations record
+	warm *shard // where the others do: successes ending in the window are counted
+	buf  []byte
+	seq  int64
 }
 
 func (r *run) newWorker(id int) *worker {
 	return &worker{
-		id:  id,
-		r:   r,
-		c:   r.clients[id%len(r.clients)],
-		rng: rand.New(rand.NewPCG(uint64(id), r.seed)),
-		rec: r.stats.shards[id%len(r.stats.shards)],
-		buf: make([]byte, 0, 1024),
+		id:   id,
+		r:    r,
+		c:    r.clients[id%len(r.clients)],
+		rng:  rand.New(rand.NewPCG(uint64(id), r.seed)),
+		rec:  r.stats.shards[id%len(r.stats.shards)],
+		warm: r.stats.warm[id%len(r.stats.warm)],
+		buf:  make([]byte, 0, 1024),
 	}
 }
 
@@ -72,7 +75,7 @@ func (w *worker) nextOrderID(kind string) string {
 func (w *worker) charge(op string, intended time.Time, rec *shard, callbackURL string) (string, time.Time) {
 	id := w.nextOrderID("c")
 	w.buf = appendChargeBody(w.buf[:0], id, callbackURL)
-	a := w.c.post(opCharge, w.buf, false)
+	a := w.c.post(opCharge, w.buf, id, false)
 	now := time.Now()
 	if !a.ok() {
 		rec.fail(op, a)
@@ -89,7 +92,7 @@ func (w *worker) charge(op string, intended time.Time, rec *shard, callbackURL s
 func (w *worker) status(intended time.Time, rec *shard) {
 	id := w.r.pool[w.rng.IntN(len(w.r.pool))]
 	w.buf = appendStatusBody(w.buf[:0], id)
-	if a := w.c.post(opStatus, w.buf, false); !a.ok() {
+	if a := w.c.post(opStatus, w.buf, id, false); !a.ok() {
 		rec.fail(WorkloadStatus, a)
 		return
 	}
@@ -108,7 +111,7 @@ func (w *worker) ceiling(intended time.Time, rec *shard) {
 // webhook is a charge whose notification the sink awaits.
 func (w *worker) webhook(intended time.Time, rec *shard) {
 	if id, answered := w.charge(WorkloadCharge, intended, rec, w.r.sink.url); id != "" {
-		w.r.sink.expect(id, answered, rec != nil)
+		w.r.sink.expect(id, answered, rec.measures())
 	}
 }
 
@@ -184,7 +187,7 @@ func (w *worker) lifecycleSteps(intended time.Time, rec *shard) bool {
 			w.buf = appendAmountBody(w.buf[:0], id, s.amount)
 		}
 		start := time.Now()
-		a := w.c.post(s.path, w.buf, true)
+		a := w.c.post(s.path, w.buf, id, true)
 		if !a.ok() {
 			rec.fail(s.op, a)
 			return false
@@ -210,7 +213,7 @@ func (w *worker) awaitAuthorized(id string, answered time.Time, rec *shard) bool
 		}
 		w.buf = appendStatusBody(w.buf[:0], id)
 		start := time.Now()
-		a := w.c.post(opStatus, w.buf, true)
+		a := w.c.post(opStatus, w.buf, id, true)
 		if a.ok() {
 			rec.ok("lifecycle.poll", time.Since(start))
 			switch a.orderStatus {

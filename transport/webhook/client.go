@@ -60,7 +60,16 @@ type Delivery struct {
 	// Key signs the body: the merchant's webhook key pair, prepared once
 	// (signature.NewKey) so that an attempt does not key an HMAC afresh.
 	Key *signature.Key
+	// CreatedAt is when the change it notifies was made (Unix
+	// nanoseconds, the leader's clock), sent as CreatedAtHeader; 0 sends
+	// none. The body's updated_at has whole seconds only.
+	CreatedAt int64
 }
+
+// CreatedAtHeader carries a notification's Delivery.CreatedAt in RFC 3339
+// with nanoseconds, UTC: a receiver can measure how long delivery took, and
+// tell which of two notifications of an order is the later change.
+const CreatedAtHeader = "Notification-Created-At"
 
 // Attempt is the outcome of one delivery attempt. Error is empty when
 // Delivered; otherwise it is a short, stable text safe for an operator view
@@ -221,6 +230,10 @@ func (c *Client) deliver(ctx context.Context, d Delivery) Attempt {
 	req.Header.SetUserAgent(c.ua)
 	req.Header.Set("merchant", d.PublicKey)
 	req.Header.Set("signature", d.Key.Sign(d.Body))
+	if d.CreatedAt != 0 {
+		var b [len(time.RFC3339Nano)]byte
+		req.Header.SetBytesV(CreatedAtHeader, time.Unix(0, d.CreatedAt).UTC().AppendFormat(b[:0], time.RFC3339Nano))
+	}
 	req.SetBodyRaw(d.Body) // not copied: req is released before Deliver returns
 	if ctx.Done() != nil {
 		req.SetUserValue(ctxKey{}, ctx) // for roundTrip

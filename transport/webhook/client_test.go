@@ -65,12 +65,17 @@ func TestDeliverDelivered(t *testing.T) {
 	}))
 	c, log := clientFor(t, Config{UserAgent: "paygate-test/1"}, addr)
 
-	a := c.Deliver(context.Background(), testDelivery(url+"/hooks/paygate?shop=1"))
+	d := testDelivery(url + "/hooks/paygate?shop=1")
+	d.CreatedAt = time.Date(2026, 11, 25, 18, 5, 1, 123456789, time.UTC).UnixNano()
+	a := c.Deliver(context.Background(), d)
 	if !a.Delivered || a.HTTPCode != 200 || a.Error != "" || a.Duration <= 0 {
 		t.Fatalf("Deliver = %+v, want delivered", a)
 	}
 	got.Lock()
 	defer got.Unlock()
+	if at := got.header.Get(CreatedAtHeader); at != "2026-11-25T18:05:01.123456789Z" {
+		t.Errorf("%s = %q", CreatedAtHeader, at)
+	}
 	if got.n != 1 || got.method != http.MethodPost || got.path != "/hooks/paygate?shop=1" || !bytes.Equal(got.body, testBody) {
 		t.Errorf("receiver saw %d %s %s %q", got.n, got.method, got.path, got.body)
 	}
