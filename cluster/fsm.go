@@ -157,8 +157,25 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{snap: f.store.NewSnapshot(), pace: f.pace, lat: f.snapshotLat, size: f.snapshotBytes}, nil
 }
 
-// Restore implements raft.FSM: the store is replaced by the snapshot.
+// Restore implements raft.FSM: the store is replaced by the snapshot (a
+// follower installing the leader's).
+//
+// A restore that fails stops the node. The store has by then been emptied
+// (its marker says so), and raft, on a failed install, carries on with its
+// old log and applied index: the entries it would then hand over would be
+// applied to the empty store, and this node would diverge from the others
+// (an order not found, a charge taken again). At the next start
+// recoverStore sees the marker and restores raft's snapshot again, as after
+// a crash in the middle of one.
 func (f *FSM) Restore(rc io.ReadCloser) error {
+	if err := f.restore(rc); err != nil {
+		panic(fmt.Sprintf("cluster: snapshot restore failed, the store is incomplete: %v", err))
+	}
+	return nil
+}
+
+// restore replaces the store by the snapshot rc holds.
+func (f *FSM) restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	if err := f.store.Restore(rc); err != nil {
 		return err
@@ -231,7 +248,7 @@ func (f *FSM) recoverStore(snaps raft.SnapshotStore, dir string) error {
 	if err != nil {
 		return fmt.Errorf("open snapshot %s: %w", latest.ID, err)
 	}
-	return f.Restore(rc)
+	return f.restore(rc) // before raft starts: an error refuses the start
 }
 
 // snapshotApplied is the last index the FSM had applied when the snapshot

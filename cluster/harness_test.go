@@ -399,7 +399,9 @@ func (h *harness) propose(cmd *order.Command, timeout time.Duration) (persistenc
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	res, err := l.Propose(ctx, &persistence.Cmd{Order: cmd})
-	if err == nil && res.Err == nil && res.Outcome.Changed() {
+	// An idempotency replay changed nothing: its empty outcome is not an
+	// acknowledged change of this order.
+	if err == nil && res.Err == nil && res.Replayed == nil && res.Outcome.Changed() {
 		h.acked.add(ack{orderID: cmd.OrderID, txnID: cmd.TxnID, kind: cmd.Kind})
 	}
 	return res, err

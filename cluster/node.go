@@ -227,7 +227,7 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 		wal.Close()
 		return nil, err
 	}
-	if err := checkLogCoversStore(fsm.AppliedIndex(), wal, snaps, logDir); err != nil {
+	if err := checkLogCoversStore(fsm.AppliedIndex(), wal, snaps, dir, logDir); err != nil {
 		wal.Close()
 		return nil, err
 	}
@@ -272,7 +272,13 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 // end of the raft log and its snapshots: the log it was written with is
 // missing (a wrong --raft-log-dir, a lost folder). raft would append new
 // entries at indexes the FSM has already applied, and skip them.
-func checkLogCoversStore(applied uint64, logs raft.LogStore, snaps raft.SnapshotStore, logDir string) error {
+//
+// A snapshot covers the applied index its stream holds, which can be past
+// its raft index: raft names a snapshot taken while a restarted node
+// replays its log after the last entry replayed so far, but the stream is
+// the whole store. A follower that installed such a snapshot and was
+// stopped before its log reached the stream's index is whole.
+func checkLogCoversStore(applied uint64, logs raft.LogStore, snaps raft.SnapshotStore, snapDir, logDir string) error {
 	end, err := logs.LastIndex()
 	if err != nil {
 		return err
@@ -281,8 +287,13 @@ func checkLogCoversStore(applied uint64, logs raft.LogStore, snaps raft.Snapshot
 	if err != nil {
 		return err
 	}
-	if len(list) > 0 && list[0].Index > end {
-		end = list[0].Index
+	if len(list) > 0 {
+		end = max(end, list[0].Index)
+		if applied > end {
+			if holds, err := snapshotApplied(snaps, snapDir, list[0].ID); err == nil {
+				end = max(end, holds)
+			}
+		}
 	}
 	if applied > end {
 		return fmt.Errorf("cluster: the store has applied the raft log up to index %d, but the log in %s ends at %d: "+

@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -43,12 +44,17 @@ func (unopenable) Open(string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 // holds the applied index (raft's own index of it is 3 later: no-ops) and
 // one merchant record.
 func snapshotAt(t *testing.T, dir string, applied uint64) (*raft.FileSnapshotStore, string) {
+	return snapshotAtIndex(t, dir, applied, applied+3)
+}
+
+// snapshotAtIndex is snapshotAt with raft's index of the snapshot given.
+func snapshotAtIndex(t *testing.T, dir string, applied, raftIndex uint64) (*raft.FileSnapshotStore, string) {
 	t.Helper()
 	store, err := raft.NewFileSnapshotStore(dir, 1, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := store.Create(raft.SnapshotVersionMax, applied+3, 3, raft.Configuration{}, 1, nil)
+	sink, err := store.Create(raft.SnapshotVersionMax, raftIndex, 3, raft.Configuration{}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,4 +124,63 @@ func TestRecoverStoreDecides(t *testing.T) {
 			t.Fatalf("an empty store: %v, want a refusal", err)
 		}
 	})
+}
+
+// A snapshot taken while a restarted node replayed its log has a raft index
+// below the applied index its stream holds (raft names it after the last
+// entry replayed, the stream is the whole store). A follower that installed
+// it holds that applied index with an empty log: it is whole, and starts.
+// A store past both is still refused.
+func TestLogCoversStoreUpToTheSnapshotsAppliedIndex(t *testing.T) {
+	dir := t.TempDir()
+	snaps, _ := snapshotAtIndex(t, dir, 4013, 513)
+	logs := raft.NewInmemStore()
+	if err := checkLogCoversStore(4013, logs, snaps, dir, "wal"); err != nil {
+		t.Fatalf("a store at the snapshot's applied index: %v", err)
+	}
+	if err := checkLogCoversStore(4014, logs, snaps, dir, "wal"); err == nil {
+		t.Fatal("a store past the snapshot and the log was accepted")
+	}
+}
+
+// A restore that fails has emptied the store; raft, on a failed install,
+// would carry on and apply its next entries to it. The node stops instead,
+// and its next start restores raft's snapshot again.
+func TestFailedRestoreStopsTheNode(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	stateDir := filepath.Join(t.TempDir(), "state")
+	store, err := persistence.Open(stateDir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFSM(store, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "restore failed") {
+				t.Errorf("recovered %v, want the restore's panic", r)
+			}
+		}()
+		err := f.Restore(io.NopCloser(&failingReader{after: 200}))
+		t.Errorf("Restore returned %v: the node carries on with an emptied store", err)
+	}()
+	store.Close()
+
+	// The next start: the marker sends it to raft's snapshot.
+	store, err = persistence.Open(stateDir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	f, err = NewFSM(store, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	snaps, _ := snapshotAt(t, dir, 87)
+	if err := f.recoverStore(snaps, dir); err != nil || f.AppliedIndex() != 87 || f.Restores() != 1 {
+		t.Fatalf("err %v, applied %d, restores %d: want the snapshot restored at start", err, f.AppliedIndex(), f.Restores())
+	}
 }
