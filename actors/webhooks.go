@@ -956,6 +956,13 @@ func (w *Webhooks) commit(n *persistence.Notification, upd *persistence.NotifyUp
 // NextAttemptAt is when the attempt after a failed one is due: the retry
 // offsets count from the first attempt (contract section 6). It returns 0
 // when the schedule is exhausted.
+//
+// An attempt made late (the cluster had no leader, or was down, past
+// several offsets) leaves the next one at least the first offset after it:
+// the offsets it missed are then not all due at once, which would spend
+// them in a burst of attempts seconds apart at an endpoint that may just be
+// coming back. Every attempt is still made; the last may come after the
+// schedule's end by what the outage took.
 func NextAttemptAt(n *persistence.Notification, attemptAt time.Time, delays []time.Duration) int64 {
 	first := n.FirstAttemptAt
 	if first == 0 {
@@ -970,7 +977,7 @@ func NextAttemptAt(n *persistence.Notification, attemptAt time.Time, delays []ti
 	if failures > len(delays) {
 		return 0
 	}
-	return first + int64(delays[failures-1])
+	return max(first+int64(delays[failures-1]), attemptAt.UnixNano()+int64(delays[0]))
 }
 
 // attemptKind classifies an attempt for the attempts metric.

@@ -493,3 +493,42 @@ func TestWebhooksWorkThroughABacklog(t *testing.T) {
 		t.Fatalf("%d notifications handed out at once, want at most two pages (%d)", p, 2*page)
 	}
 }
+
+// Attempts made on time follow the offsets from the first one; after an
+// outage past several offsets, the next attempts are at least the first
+// offset apart instead of all due at once, and none is left out.
+func TestNextAttemptAtAfterAnOutage(t *testing.T) {
+	delays := []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,
+		8 * time.Hour, 16 * time.Hour, 24 * time.Hour}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := &persistence.Notification{FirstAttemptAt: t0.UnixNano()}
+	attempt := func(at time.Time) time.Time {
+		next := NextAttemptAt(n, at, delays)
+		n.Attempts = append(n.Attempts, persistence.AttemptRecord{At: at.UnixNano()})
+		if next == 0 {
+			return time.Time{}
+		}
+		return time.Unix(0, next).UTC()
+	}
+	if got := attempt(t0); !got.Equal(t0.Add(15 * time.Minute)) {
+		t.Fatalf("after the first attempt: %s", got)
+	}
+	if got := attempt(t0.Add(15 * time.Minute)); !got.Equal(t0.Add(30 * time.Minute)) {
+		t.Fatalf("on time: %s, want the 30 min offset", got)
+	}
+	// Down from +30 min to +3 h 15 min: the 30 min, 1 h and 2 h offsets
+	// passed. The late attempt leaves the next 15 min after it, not at once.
+	at := t0.Add(3*time.Hour + 15*time.Minute)
+	var times []time.Duration
+	for next := attempt(at); !next.IsZero(); next = attempt(next) {
+		times = append(times, next.Sub(t0))
+	}
+	want := []time.Duration{3*time.Hour + 30*time.Minute, 3*time.Hour + 45*time.Minute, 4 * time.Hour,
+		8 * time.Hour, 16 * time.Hour, 24 * time.Hour}
+	if fmt.Sprint(times) != fmt.Sprint(want) {
+		t.Errorf("attempts due at %v, want %v", times, want)
+	}
+	if len(n.Attempts) != len(delays)+1 {
+		t.Errorf("%d attempts, want %d", len(n.Attempts), len(delays)+1)
+	}
+}
