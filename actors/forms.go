@@ -51,7 +51,7 @@ const (
 	// (the customer failed the challenge), U not completed in time.
 	AuthResultYes     = "Y"
 	AuthResultNo      = "N"
-	AuthResultTimeout = "U"
+	AuthResultTimeout = order.AuthenticationTimedOut
 )
 
 // InitPayment asks the order actor to create an order that waits for its

@@ -80,6 +80,10 @@ type ThreeDSResultData struct {
 // went on non-secure (interface 2.3).
 const EnrolledNo = "N"
 
+// AuthenticationTimedOut is the authentication result "U" of a challenge
+// nobody answered before its end (or answered too late).
+const AuthenticationTimedOut = "U"
+
 // Due reports whether the authorisation awaits the acquirer: pending, and
 // not waiting for the customer's 3-D Secure answer. Safe on nil.
 func (p *PendingAuth) Due() bool { return p != nil && p.Challenge == "" }
@@ -205,6 +209,12 @@ func applyThreeDSResult(cur *Order, cmd *Command) (*Order, Outcome) {
 	if r.Authenticated && cur.ChallengeEnded(cmd.Time) {
 		// The challenge had ended when the answer was decided: only its
 		// timeout (not authenticated) can close it now.
+		return illegal(cur, "3-D Secure result")
+	}
+	if r.Result != nil && r.Result.AuthenticationResult == AuthenticationTimedOut && !cur.ChallengeEnded(cmd.Time) {
+		// A timeout before the challenge's end (a leader whose clock is
+		// ahead of the one that opened it) would decline a customer still
+		// inside the challenge: the timeout comes again when it is due.
 		return illegal(cur, "3-D Secure result")
 	}
 	next := touch(cur, cmd)

@@ -63,8 +63,11 @@ func (s *script) formCommand(verb string, a *args, cmd *order.Command) bool {
 		case a.has("failed"):
 			r.Result = &order.ThreeDS{AuthenticationResult: "N", Version: "2.2.0"}
 			r.DeclineCode, r.DeclineMessage = "5.01", declineMessages["5.01"]
+		case a.has("timed-out"):
+			r.Result = &order.ThreeDS{AuthenticationResult: order.AuthenticationTimedOut, Version: "2.2.0"}
+			r.DeclineCode, r.DeclineMessage = "5.01", declineMessages["5.01"]
 		default:
-			t.Fatalf("%s: 3ds-result needs authenticated or failed", a.pos)
+			t.Fatalf("%s: 3ds-result needs authenticated, failed or timed-out", a.pos)
 		}
 		cmd.ThreeDSResult = r
 	case "non-secure":

@@ -14,7 +14,7 @@ package order_test
 //	init amount=N delay=H [currency=USD] [hash=h1] [ttl=30m] [lang=de] [force] [attempt-non-secure]
 //	submit                  the customer's card on the form (created -> processing)
 //	challenge [id=c1] [ttl=10m] [txn=tN]
-//	3ds-result authenticated|failed [id=c1] [txn=tN]
+//	3ds-result authenticated|failed|timed-out [id=c1] [txn=tN]
 //	non-secure [txn=tN]     issuer not enrolled: go on without 3-D Secure
 //	expire                  the form's lifetime ends
 //	outcome approved [auth_code=A1] [avs=Y] [cvv=M] [risk=R] [txn=tN] [no-auto-settle]
