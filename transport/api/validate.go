@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -554,6 +555,10 @@ func (v *violations) card(ps *PaymentSource, now time.Time) {
 		case !Luhn(s):
 			v.add(famCardNumber, p+"card_number", p+"card_number is not a valid card number (Luhn check failed)")
 			pan, panKnown = s, true
+		case strings.Trim(s, "0") == "":
+			// Its Luhn sum is 0: valid by the checksum, issued by nobody.
+			v.add(famCardNumber, p+"card_number", p+"card_number is not a valid card number")
+			pan, panKnown = s, true
 		default:
 			pan, panKnown = s, true
 		}
@@ -574,7 +579,7 @@ func (v *violations) card(ps *PaymentSource, now time.Time) {
 	}
 	if monthOK && yearOK && CardExpired(month, year, now) {
 		v.add(famExpiry, p+"card_exp_year", p+"card_exp_month and "+p+"card_exp_year are in the past: the card expired at the end of "+
-			twoDigits(month)+"/"+strconv.Itoa(year))
+			twoDigits(month)+"/"+fmt.Sprintf("%04d", year))
 	}
 	v.cvv(ps.CardCVV, pan, panKnown)
 }

@@ -244,6 +244,7 @@ var chargeCases = []chargeCase{
 	{"card_number 11 digits", func(r *ChargeRequest) { card(r).CardNumber = ptr("41111111116") }, cardNumC, "payment_source.card_number", "12 to 19 digits"},
 	{"card_number 20 digits", func(r *ChargeRequest) { card(r).CardNumber = ptr("41111111111111111113") }, cardNumC, "payment_source.card_number", "12 to 19 digits"},
 	{"card_number luhn", func(r *ChargeRequest) { card(r).CardNumber = ptr("4111111111111112") }, cardNumC, "payment_source.card_number", "Luhn"},
+	{"card_number all zeros", func(r *ChargeRequest) { card(r).CardNumber = ptr("0000000000000000") }, cardNumC, "payment_source.card_number", "not a valid card number"},
 	// holder
 	{"card_holder_name missing", func(r *ChargeRequest) { card(r).CardHolderName = nil }, invalid, "payment_source.card_holder_name", "payment_source.card_holder_name is required"},
 	{"card_holder_name too long", func(r *ChargeRequest) { card(r).CardHolderName = long(33) }, invalid, "payment_source.card_holder_name", "at most 32"},
@@ -261,6 +262,7 @@ var chargeCases = []chargeCase{
 	{"card_exp_year letters", func(r *ChargeRequest) { card(r).CardExpYear = ptr("20x0") }, expiryC, "payment_source.card_exp_year", "4 digits"},
 	{"card expired last month", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("04"); card(r).CardExpYear = ptr("2026") }, expiryC, "payment_source.card_exp_year", "expired at the end of 04/2026"},
 	{"card expired 2-digit year", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("1"); card(r).CardExpYear = ptr("25") }, expiryC, "payment_source.card_exp_year", "01/2025"},
+	{"card expired year 0035", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("12"); card(r).CardExpYear = ptr("0035") }, expiryC, "payment_source.card_exp_year", "12/0035"},
 	// cvv (2.06)
 	{"cvv 2 digits", func(r *ChargeRequest) { card(r).CardCVV = ptr("12") }, cvvC, "payment_source.card_cvv", "exactly 3 digits"},
 	{"cvv 4 digits on visa", func(r *ChargeRequest) { card(r).CardCVV = ptr("1234") }, cvvC, "payment_source.card_cvv", "exactly 3 digits"},
