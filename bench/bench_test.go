@@ -296,10 +296,8 @@ func TestTimelineShowsWhenTheStallWas(t *testing.T) {
 		}
 	}
 	checkTimelineAddsUp(t, rep)
-	var out bytes.Buffer
-	rep.WriteSummary(&out)
-	if !strings.Contains(out.String(), "slowest second: charge p99") || !strings.Contains(out.String(), " at 1s ") {
-		t.Errorf("the summary does not name second 1 as the slowest:\n%s", out.String())
+	if out := summaryOf(rep); !strings.Contains(out, "slowest second: charge p99") || !strings.Contains(out, " at 1s ") {
+		t.Errorf("the summary does not name second 1 as the slowest:\n%s", out)
 	}
 }
 
@@ -324,10 +322,8 @@ func TestOpenLoopDropsWhenQueueFull(t *testing.T) {
 	if ol.Queue != 1 {
 		t.Errorf("open loop reports a queue of %d, want 1", ol.Queue)
 	}
-	var out bytes.Buffer
-	rep.WriteSummary(&out)
-	if !strings.Contains(out.String(), "of the arrivals were dropped") || !strings.Contains(out.String(), "lower bound") {
-		t.Errorf("the summary does not warn that dropped arrivals leave the percentiles a lower bound:\n%s", out.String())
+	if out := summaryOf(rep); !strings.Contains(out, "of the arrivals were dropped") || !strings.Contains(out, "lower bound") {
+		t.Errorf("the summary does not warn that dropped arrivals leave the percentiles a lower bound:\n%s", out)
 	}
 }
 
@@ -533,10 +529,8 @@ func TestOpenLoopThroughputIsWhatTheServerDid(t *testing.T) {
 	if w := rep.Timeline[1]; w.AfterWindow || w.Span < 0.45 || w.Span > 0.55 {
 		t.Errorf("second 1 %+v: want the window's last half second", w)
 	}
-	var out bytes.Buffer
-	rep.WriteSummary(&out)
-	if !strings.Contains(out.String(), "slowest second: charge") || !strings.Contains(out.String(), "ended after the window: p99") {
-		t.Errorf("the summary does not point at the late iterations:\n%s", out.String())
+	if out := summaryOf(rep); !strings.Contains(out, "slowest second: charge") || !strings.Contains(out, "ended after the window: p99") {
+		t.Errorf("the summary does not point at the late iterations:\n%s", out)
 	}
 }
 
@@ -555,9 +549,14 @@ func TestTimeoutsAreCalledOut(t *testing.T) {
 	if rep.Errors.Other["timeout"] == 0 {
 		t.Fatalf("no timeouts counted: %+v", rep.Errors)
 	}
+	if out := summaryOf(rep); !strings.Contains(out, "requests timed out: the latencies above are of successes only") {
+		t.Errorf("the summary does not warn about the timeouts:\n%s", out)
+	}
+}
+
+// summaryOf is the report's human summary.
+func summaryOf(rep *Report) string {
 	var out bytes.Buffer
 	rep.WriteSummary(&out)
-	if !strings.Contains(out.String(), "requests timed out: the latencies above are of successes only") {
-		t.Errorf("the summary does not warn about the timeouts:\n%s", out.String())
-	}
+	return out.String()
 }
