@@ -41,7 +41,7 @@ func TestMetricsAfterANodeRestartsInTheSameProcess(t *testing.T) {
 
 // startInProcess starts a development node on free ports in a temporary
 // folder and waits until it leads.
-func startInProcess(t *testing.T) *Node {
+func startInProcess(t testing.TB) *Node {
 	t.Helper()
 	cfg := Defaults()
 	cfg.Dev = true
