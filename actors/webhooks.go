@@ -958,11 +958,14 @@ func (w *Webhooks) commit(n *persistence.Notification, upd *persistence.NotifyUp
 // when the schedule is exhausted.
 //
 // An attempt made late (the cluster had no leader, or was down, past
-// several offsets) leaves the next one at least the first offset after it:
-// the offsets it missed are then not all due at once, which would spend
-// them in a burst of attempts seconds apart at an endpoint that may just be
-// coming back. Every attempt is still made; the last may come after the
-// schedule's end by what the outage took.
+// several offsets) leaves the next one a gap after it: the offsets it
+// missed are then not all due at once, which would spend them in a burst of
+// attempts seconds apart at an endpoint that may just be coming back. The
+// gap is the first offset, or the schedule's own gap between this attempt's
+// offset and the next where that is shorter, so that an attempt made on
+// time always leaves the next at its offset (a schedule such as 10m,12m,14m
+// is kept as written). Every attempt is still made; the last may come after
+// the schedule's end by what the outage took.
 func NextAttemptAt(n *persistence.Notification, attemptAt time.Time, delays []time.Duration) int64 {
 	first := n.FirstAttemptAt
 	if first == 0 {
@@ -977,7 +980,13 @@ func NextAttemptAt(n *persistence.Notification, attemptAt time.Time, delays []ti
 	if failures > len(delays) {
 		return 0
 	}
-	return max(first+int64(delays[failures-1]), attemptAt.UnixNano()+int64(delays[0]))
+	next := delays[failures-1]
+	var this time.Duration // this attempt's own offset: 0 for the first
+	if failures >= 2 {
+		this = delays[failures-2]
+	}
+	gap := min(delays[0], next-this)
+	return max(first+int64(next), attemptAt.UnixNano()+int64(gap))
 }
 
 // attemptKind classifies an attempt for the attempts metric.

@@ -494,6 +494,35 @@ func TestWebhooksWorkThroughABacklog(t *testing.T) {
 	}
 }
 
+// A schedule whose gaps are shorter than its first offset (legal: the
+// offsets only have to increase) is kept as written when every attempt is
+// on time; after a late attempt the next keeps the schedule's own gap.
+func TestNextAttemptAtKeepsShortGaps(t *testing.T) {
+	delays := []time.Duration{10 * time.Minute, 12 * time.Minute, 14 * time.Minute}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := &persistence.Notification{FirstAttemptAt: t0.UnixNano()}
+	var due []time.Duration
+	for at := t0; ; {
+		next := NextAttemptAt(n, at, delays)
+		n.Attempts = append(n.Attempts, persistence.AttemptRecord{At: at.UnixNano()})
+		if next == 0 {
+			break
+		}
+		at = time.Unix(0, next).UTC() // every attempt exactly on time
+		due = append(due, at.Sub(t0))
+	}
+	if fmt.Sprint(due) != fmt.Sprint(delays) {
+		t.Errorf("on-time attempts due at %v, want the offsets %v", due, delays)
+	}
+
+	// The 10 min attempt made at 30 min: the 12 min offset has passed, so
+	// the next is the schedule's 2 min gap after it, not at once.
+	n = &persistence.Notification{FirstAttemptAt: t0.UnixNano(), Attempts: []persistence.AttemptRecord{{At: t0.UnixNano()}}}
+	if got := time.Unix(0, NextAttemptAt(n, t0.Add(30*time.Minute), delays)).Sub(t0); got != 32*time.Minute {
+		t.Errorf("after a late attempt at 30 min: next at %s, want 32m0s", got)
+	}
+}
+
 // Attempts made on time follow the offsets from the first one; after an
 // outage past several offsets, the next attempts are at least the first
 // offset apart instead of all due at once, and none is left out.
