@@ -1,6 +1,9 @@
 package api
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Card brands returned by CardBrand.
 const (
@@ -91,11 +94,32 @@ func Luhn(pan string) bool {
 // keep 10 characters and still hide at least one is masked entirely, so the
 // result never reveals a whole number.
 func MaskPAN(pan string) string {
+	if isASCII(pan) && len(pan) > 10 {
+		// A card number (digits, validated): one allocation, where the
+		// rune version below builds four strings.
+		b := make([]byte, len(pan))
+		copy(b, pan[:6])
+		for i := 6; i < len(pan)-4; i++ {
+			b[i] = '*'
+		}
+		copy(b[len(pan)-4:], pan[len(pan)-4:])
+		return string(b)
+	}
 	r := []rune(pan)
 	if len(r) <= 10 {
 		return strings.Repeat("*", len(r))
 	}
 	return string(r[:6]) + strings.Repeat("*", len(r)-10) + string(r[len(r)-4:])
+}
+
+// isASCII reports whether s is ASCII only, one byte per character.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // prefixInt parses the first n characters of s as a decimal number.

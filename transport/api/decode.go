@@ -33,13 +33,16 @@ import (
 // the 400. No half results: on failure *v is left exactly as it was; on
 // success it is replaced (not merged) by the decoded value.
 func Decode(body []byte, v any) *apierr.Error {
-	err, _ := decode(body, v)
+	err, _ := decode(body, v, false)
 	return err
 }
 
 // decode is Decode, which also returns where a type error is (the member
-// of the wrong type), or nil for any other answer.
-func decode(body []byte, v any) (*apierr.Error, *json.SemanticError) {
+// of the wrong type), or nil for any other answer. inPlace decodes into *v
+// itself, zeroed first, instead of into a fresh value copied over it: for a
+// caller that owns *v and drops it on failure (Parse), so a half result
+// cannot be seen, and saves a second value per request.
+func decode(body []byte, v any, inPlace bool) (*apierr.Error, *json.SemanticError) {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		// Programming error in the caller, never the merchant's fault.
@@ -53,10 +56,17 @@ func decode(body []byte, v any) (*apierr.Error, *json.SemanticError) {
 		return errNotObject(), nil
 	}
 
-	fresh := reflect.New(rv.Elem().Type())
-	err := json.Unmarshal(body, fresh.Interface())
+	var err error
+	if inPlace {
+		rv.Elem().SetZero() // Unmarshal merges into what is there
+		err = json.Unmarshal(body, v)
+	} else {
+		fresh := reflect.New(rv.Elem().Type())
+		if err = json.Unmarshal(body, fresh.Interface()); err == nil {
+			rv.Elem().Set(fresh.Elem())
+		}
+	}
 	if err == nil {
-		rv.Elem().Set(fresh.Elem())
 		return nil, nil
 	}
 
@@ -139,7 +149,8 @@ func coveredBy(attr string, e *apierr.Error) bool {
 
 // decodeCollecting decodes body into v like Decode, except that a member
 // of the wrong type is reported and decoded as null, up to maxTypeErrors
-// members and typeErrorDecodeBytes decoded.
+// members and typeErrorDecodeBytes decoded, and that *v is left half
+// decoded on failure: the caller owns it and drops it then.
 // It returns those type errors (nil if none) or an error that ends the
 // request (a syntax error, a top level that is not an object).
 func decodeCollecting(body []byte, v any) (typeErrs, fatal *apierr.Error) {
@@ -149,7 +160,7 @@ func decodeCollecting(body []byte, v any) (typeErrs, fatal *apierr.Error) {
 			break
 		}
 		decoded += len(body)
-		err, semErr := decode(body, v)
+		err, semErr := decode(body, v, true)
 		if err == nil {
 			return typeErrs, nil
 		}

@@ -417,3 +417,26 @@ func TestParseLeavesOutWhatAWrongTypeCaused(t *testing.T) {
 		t.Fatalf("messages %v, want one, for %s", aerr.Messages, want)
 	}
 }
+
+// The server hands Parse fasthttp's own request buffer, which fasthttp
+// reuses once the request is answered, and sends what Parse returns to an
+// order actor that may outlive the request: nothing decoded may point into
+// the body.
+func TestParseKeepsNothingOfTheBody(t *testing.T) {
+	body := []byte(ValidChargeJSONForTest)
+	r, err := Parse(body, func(r *ChargeRequest) *apierr.Error { return ValidateCharge(r, testNow) })
+	if err != nil {
+		t.Fatalf("Parse: %v", err.Messages)
+	}
+	before, merr := json.Marshal(r, json.Deterministic(true))
+	if merr != nil {
+		t.Fatal(merr)
+	}
+	for i := range body {
+		body[i] = 'x'
+	}
+	after, _ := json.Marshal(r, json.Deterministic(true))
+	if string(before) != string(after) {
+		t.Fatalf("the decoded request changed with the body:\n%s\n%s", before, after)
+	}
+}
