@@ -20,7 +20,11 @@ import (
 // idempotencyKeyMax bounds the Idempotency-Key header, in characters.
 const idempotencyKeyMax = 255
 
-// call is one authenticated merchant request; body is a private copy.
+// call is one authenticated merchant request. body is fasthttp's own
+// buffer, valid only while the request is handled: nothing kept or sent to
+// an actor may point into it. Parse's values are copies (strings and
+// order_metadata's raw values alike, TestParseKeepsNothingOfTheBody) and the
+// hashes are computed at once, so no copy of the body is made per request.
 type call struct {
 	ctx      *fasthttp.RequestCtx
 	merchant *Merchant
@@ -37,7 +41,7 @@ type answer struct {
 	err  *apierr.Error
 }
 
-// endpoint serves one merchant operation on an authenticated, copied body.
+// endpoint serves one merchant operation on an authenticated body.
 type endpoint func(s *Server, c *call) answer
 
 // operation builds an endpoint from its request type: decode strictly and
@@ -130,7 +134,7 @@ func (s *Server) serveOp(ctx *fasthttp.RequestCtx, op string, ep endpoint, known
 	if !m.limiter.Allow() {
 		return fail(apierr.New(apierr.RateLimited, "merchant", "rate limit exceeded; retry after the Retry-After delay"))
 	}
-	c := &call{ctx: ctx, merchant: m, body: append([]byte(nil), ctx.PostBody()...), now: s.cfg.Now()}
+	c := &call{ctx: ctx, merchant: m, body: ctx.PostBody(), now: s.cfg.Now()}
 	a := ep(s, c)
 	if a.err != nil {
 		return fail(a.err)

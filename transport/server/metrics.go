@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,16 +20,23 @@ func init() { metrics.ExposeMetadata(true) }
 // name per request would dominate a hot path.
 type requestMetrics struct {
 	mu       sync.RWMutex
-	counters map[string]*metrics.Counter
-	latency  map[string]*metrics.PrometheusHistogram
+	counters map[seriesKey]*metrics.Counter
+	latency  map[seriesKey]*metrics.PrometheusHistogram
+}
+
+// seriesKey names a request series; a struct rather than a string built
+// per request, which cost two allocations on every answer.
+type seriesKey struct {
+	op     string
+	status int
 }
 
 func newRequestMetrics() *requestMetrics {
-	return &requestMetrics{counters: map[string]*metrics.Counter{}, latency: map[string]*metrics.PrometheusHistogram{}}
+	return &requestMetrics{counters: map[seriesKey]*metrics.Counter{}, latency: map[seriesKey]*metrics.PrometheusHistogram{}}
 }
 
 func (m *requestMetrics) observe(op string, status int, start time.Time) {
-	key := op + "/" + strconv.Itoa(status)
+	key := seriesKey{op, status}
 	m.mu.RLock()
 	c, h := m.counters[key], m.latency[key]
 	m.mu.RUnlock()
