@@ -218,7 +218,11 @@ func (a *orderActor) create(m *Create) *Reply {
 		return &Reply{Order: cur, Reject: out.Reject}
 	}
 	now := a.deps.Now()
-	data := m.Data
+	// The message is this actor's own and read once: its Data becomes the
+	// command's as it is, rather than a copy of the whole CreateData. (The
+	// message, card and CVV included, is then reachable for as long as the
+	// command: until its proposal ends, which create waits for anyway.)
+	data := &m.Data
 	card := m.Card
 	if m.Token != "" {
 		rec, c, err := a.resolveToken(m.Merchant, m.Token, now)
@@ -247,7 +251,7 @@ func (a *orderActor) create(m *Create) *Reply {
 	}
 	cmd := &order.Command{
 		Kind: order.KindCreate, Time: now.UnixNano(), Merchant: m.Merchant, OrderID: m.OrderID,
-		TxnID: a.deps.NewID(), RequestHash: m.RequestHash, Create: &data,
+		TxnID: a.deps.NewID(), RequestHash: m.RequestHash, Create: data,
 	}
 	res, err := a.propose(cmd)
 	if err != nil {

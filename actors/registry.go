@@ -48,7 +48,9 @@ type shard struct {
 type entry struct {
 	pid  *actor.PID
 	sent uint64
-	disp *inlineDispatcher
+	// disp is the actor's dispatcher, held in the entry: one allocation
+	// per spawned actor fewer than a dispatcher of its own.
+	disp inlineDispatcher
 }
 
 // NewRegistry makes a registry; produce builds the actor for a key.
@@ -124,10 +126,11 @@ func (d *inlineDispatcher) Throughput() int { return inlineThroughput }
 func (r *Registry) lockedEntry(s *shard, k Key) *entry {
 	e := s.m[k]
 	if e == nil {
-		d := &inlineDispatcher{system: r.system}
+		e = &entry{disp: inlineDispatcher{system: r.system}}
+		d := &e.disp
 		props := actor.PropsFromProducer(func() actor.Actor { return r.produce(k) }, actor.WithDispatcher(d))
 		d.pid = r.system.Root.Spawn(props)
-		e = &entry{pid: d.pid, disp: d}
+		e.pid = d.pid
 		s.m[k] = e
 	}
 	return e
