@@ -224,13 +224,24 @@ func expired(month, year string, now time.Time) bool {
 
 const authCodeAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
-func referenceMAC(pool *sync.Pool, reference string) []byte {
-	m := pool.Get().(hash.Hash)
-	m.Write([]byte(reference))
-	sum := m.Sum(nil)
-	m.Reset()
+func referenceMAC(pool *sync.Pool, reference string) [sha256.Size]byte {
+	m := pool.Get().(*referenceMACState)
+	m.in = append(m.in[:0], reference...)
+	m.mac.Write(m.in)
+	m.mac.Sum(m.sum[:0])
+	sum := m.sum
+	m.mac.Reset()
 	pool.Put(m)
 	return sum
+}
+
+// referenceMACState is a keyed HMAC state with room for the reference's
+// bytes (Write takes no string) and for the sum: neither allocates per
+// call. Nothing of it leaves referenceMAC.
+type referenceMACState struct {
+	mac hash.Hash
+	in  []byte
+	sum [sha256.Size]byte
 }
 
 // Keyed HMAC states per label, pooled: the key schedule (two SHA-256 blocks
@@ -243,7 +254,7 @@ var (
 
 func newMACPool(label string) *sync.Pool {
 	key := []byte("paygate-sandbox-acquirer/" + label)
-	return &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}
+	return &sync.Pool{New: func() any { return &referenceMACState{mac: hmac.New(sha256.New, key)} }}
 }
 
 // AuthCode returns the sandbox authorisation code for a reference: 6
