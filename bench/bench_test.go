@@ -560,3 +560,77 @@ func summaryOf(rep *Report) string {
 	rep.WriteSummary(&out)
 	return out.String()
 }
+
+// TestRequestsLimitEndsTheWindowForNotifications: --requests ends the
+// window when its last charge is answered; notifications arriving after
+// that (the sandbox authorises 300 ms later) are outside it. The webhook
+// row counted them in the shortened window, reporting a rate of
+// thousands a second for 20 notifications that all came after it.
+func TestRequestsLimitEndsTheWindowForNotifications(t *testing.T) {
+	g, m := startFake(t)
+	g.authDelay = 300 * time.Millisecond
+	cfg := baseConfig(g, m, WorkloadWebhooks)
+	cfg.Requests, cfg.Duration = 20, 10*time.Second
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rep.Ops["webhook"]
+	if rep.Duration >= 0.3 {
+		t.Fatalf("window %.3fs: the 20 charges should end it well before their notifications", rep.Duration)
+	}
+	if o.Count != 20 || o.InWindow != rep.Webhooks.DeliveredInWindow || o.InWindow != 0 || o.Throughput != 0 {
+		t.Errorf("webhook row: %d delivered, %d in the window (%.1f/s); delivered_in_window %d: want 20, 0, 0",
+			o.Count, o.InWindow, o.Throughput, rep.Webhooks.DeliveredInWindow)
+	}
+	last := rep.Timeline[len(rep.Timeline)-1]
+	if !last.AfterWindow || last.Ops["webhook"].Count != 20 {
+		t.Errorf("the timeline's last entry %+v: want the 20 notifications after the window", last)
+	}
+	checkTimelineAddsUp(t, rep)
+}
+
+// TestTimelineOpenLoopDoneEarlyKeepsWholeSeconds: an open loop at a low
+// rate has nothing in flight well before its window's end. Stopping the
+// timeline then lost its cut at the end, and the last whole second was
+// written as a shorter one (span_s 1).
+func TestTimelineOpenLoopDoneEarlyKeepsWholeSeconds(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Rate, cfg.Duration = 4, 2*time.Second
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Timeline) != 2 {
+		t.Fatalf("timeline %+v: want the window's two seconds", rep.Timeline)
+	}
+	for i, sec := range rep.Timeline {
+		if sec.T != i || sec.Span != 0 || sec.AfterWindow || sec.Ops["charge"].Count == 0 {
+			t.Errorf("second %d: %+v, want a whole second of the window with its charges", i, sec)
+		}
+	}
+	checkTimelineAddsUp(t, rep)
+}
+
+// TestTimelineClosedLoopLastIterationsAfterTheWindow: in a closed loop the
+// last iteration of each worker begins before the window's end and ends
+// after it. The timeline's last cut, made when its timer fired, took those
+// that ended before the timer did into the window's last second; they are
+// now placed by the time they ended.
+func TestTimelineClosedLoopLastIterationsAfterTheWindow(t *testing.T) {
+	for i := range 5 {
+		g, m := startFake(t)
+		cfg := baseConfig(g, m, WorkloadCharge)
+		cfg.Concurrency, cfg.Duration = 1, 500*time.Millisecond
+		rep, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := rep.Timeline[len(rep.Timeline)-1]
+		if !last.AfterWindow || last.Ops["charge"].Count != 1 {
+			t.Errorf("run %d: the timeline's last entry %+v: want the worker's last charge, after the window", i, last)
+		}
+		checkTimelineAddsUp(t, rep)
+	}
+}

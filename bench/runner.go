@@ -259,7 +259,11 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 	// below: a run cut short by --requests waits for its node profiles,
 	// which span the whole --duration.
 	loadEnd := time.Now()
-	stopTimeline()
+	cutShort := early || r.ctx.Err() != nil
+	if cutShort {
+		r.stats.endWindow(loadEnd)
+	}
+	stopTimeline(cutShort)
 	select {
 	case start := <-cpuAtStart: // not read if the run ended during the warmup
 		end := sampleCPU()
@@ -294,9 +298,11 @@ func (r *run) completed() int64 {
 
 // startTimeline cuts the measurements into r.timeline once a second from
 // the window's start, and once more at its end (a shorter last second when
-// the window is not whole seconds); the returned function stops it. What
-// ends after the last cut is added by cutRest, marked after the window.
-func (r *run) startTimeline() func() {
+// the window is not whole seconds). The returned function waits for the
+// cut at the window's end, or with cutShort (the load stopped early) stops
+// the cuts at once. What ends after the last cut is added by cutRest,
+// marked after the window.
+func (r *run) startTimeline() func(cutShort bool) {
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -324,30 +330,46 @@ func (r *run) startTimeline() func() {
 			r.timeline = append(r.timeline, sec)
 		}
 	}()
-	return func() {
-		close(done)
+	return func(cutShort bool) {
+		// A load that ran its whole window may still end before the cut
+		// at its end (an open loop's last arrival, done early) or at the
+		// same instant: the cut is waited for, so that neither loses it.
+		if cutShort {
+			close(done)
+		}
 		<-finished
 	}
 }
 
-// cutRest adds to the timeline what ended since its last cut: operations
-// begun in the window that ended after it, and for the webhooks workload
-// the notifications received while it waited and those never received.
-// When the window ended early (interrupted, or --requests reached), the
-// entry is the window's last, shorter second instead.
+// cutRest adds to the timeline what its cuts have not taken: when the
+// window ended early (interrupted, or --requests reached), the window's
+// last, shorter second; then an entry marked after the window, with the
+// operations begun in the window that ended after it and, for the webhooks
+// workload, the notifications received while it waited and those never
+// received.
 func (r *run) cutRest(window time.Duration) {
-	rest := r.stats.cut()
-	if len(rest) == 0 {
-		return
-	}
+	rest, after := r.stats.cutIntervals(), r.stats.cutAfter()
 	n := len(r.timeline)
-	sec := Second{T: n, Ops: rest}
-	if left := window - time.Duration(n)*time.Second; left > 0 {
-		sec.Span = min(left, time.Second).Seconds()
-	} else {
-		sec.AfterWindow = true
+	left := window - time.Duration(n)*time.Second
+	if left <= 0 {
+		// The window is cut to its end: what an interval still holds was
+		// recorded just after that cut, and ended at its very end.
+		for name, o := range rest {
+			foldInto(after, name, o, newIntervalHistogram)
+		}
+		rest = nil
 	}
-	r.timeline = append(r.timeline, sec)
+	if ops := summarize(rest); len(ops) > 0 {
+		sec := Second{T: n, Ops: ops}
+		if left < time.Second {
+			sec.Span = left.Seconds()
+		}
+		r.timeline = append(r.timeline, sec)
+		n++
+	}
+	if ops := summarize(after); len(ops) > 0 {
+		r.timeline = append(r.timeline, Second{T: n, AfterWindow: true, Ops: ops})
+	}
 }
 
 // inWindow reports whether an iteration intended at t is measured.

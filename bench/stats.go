@@ -59,8 +59,10 @@ type stats struct {
 	warm   []*shard // iterations intended outside it
 	live   live
 	// start and end bound the measured window; set by setWindow before
-	// any worker records.
-	start, end time.Time
+	// any worker records. end is moved earlier by endWindow, while
+	// notifications may still be recorded: hence atomic (Unix nanoseconds).
+	start time.Time
+	end   atomic.Int64
 }
 
 // live are the counters the progress line reads while the run goes on.
@@ -83,6 +85,7 @@ func (s *stats) newShard(measured bool) *shard {
 		measured: measured,
 		ops:      map[string]*opStats{},
 		interval: map[string]*opStats{},
+		after:    map[string]*opStats{},
 		byStatus: map[string]int64{},
 		byCode:   map[string]int64{},
 		other:    map[string]int64{},
@@ -90,7 +93,25 @@ func (s *stats) newShard(measured bool) *shard {
 }
 
 // setWindow fixes the measured window; called before the load starts.
-func (s *stats) setWindow(start, end time.Time) { s.start, s.end = start, end }
+func (s *stats) setWindow(start, end time.Time) {
+	s.start = start
+	s.end.Store(end.UnixNano())
+}
+
+// endWindow ends the window at t when the load stopped before its planned
+// end (--requests reached, or interrupted): what ends after t, a
+// notification still on its way for instance, is not counted in it, since
+// rates divide by the window as it was.
+func (s *stats) endWindow(t time.Time) {
+	if t.UnixNano() < s.end.Load() {
+		s.end.Store(t.UnixNano())
+	}
+}
+
+// inWindow reports whether t falls inside the measured window.
+func (s *stats) inWindow(t time.Time) bool {
+	return !t.Before(s.start) && t.UnixNano() < s.end.Load()
+}
 
 // shard is one lock's worth of measurements. A nil *shard discards what it is
 // given (the order pool's charges); a shard that is not measured only counts
@@ -100,7 +121,8 @@ type shard struct {
 	stats    *stats
 	measured bool
 	ops      map[string]*opStats
-	interval map[string]*opStats // since the timeline's last cut
+	interval map[string]*opStats // ended in the window since the timeline's last cut
+	after    map[string]*opStats // ended after the window (the timeline's last entry)
 	byStatus map[string]int64    // HTTP status of failed answers
 	byCode   map[string]int64    // error.code of failed answers
 	other    map[string]int64    // failures that are not an HTTP error answer
@@ -138,14 +160,21 @@ func foldInto(dst map[string]*opStats, name string, o *opStats, newHist func() *
 
 func (s *shard) op(name string) *opStats { return opIn(s.ops, name, newHistogram) }
 
-func (s *shard) intervalOp(name string) *opStats {
+// timelineOp returns name's stats for the timeline entry of an operation
+// that ends at t: the current interval, or the entry after the window. It
+// goes by the time the operation ended, not by when the timeline is next
+// cut, which may come a little late (a timer on a busy machine).
+func (s *shard) timelineOp(name string, t time.Time) *opStats {
+	if t.UnixNano() >= s.stats.end.Load() {
+		return opIn(s.after, name, newIntervalHistogram)
+	}
 	return opIn(s.interval, name, newIntervalHistogram)
 }
 
-// addError counts a failed operation, in the window and in the interval.
+// addError counts a failed operation, in the window and in the timeline.
 func (s *shard) addError(name string) {
 	s.op(name).errors++
-	s.intervalOp(name).errors++
+	s.timelineOp(name, time.Now()).errors++
 }
 
 // ok records a successful operation that took d and ends now.
@@ -154,7 +183,7 @@ func (s *shard) ok(name string, d time.Duration) {
 		return
 	}
 	now := time.Now()
-	inWindow := !now.Before(s.stats.start) && now.Before(s.stats.end)
+	inWindow := s.stats.inWindow(now)
 	if !s.measured && !inWindow {
 		return
 	}
@@ -167,7 +196,7 @@ func (s *shard) ok(name string, d time.Duration) {
 		if recordUS(o.hist, d) {
 			o.clamped++
 		}
-		recordUS(s.intervalOp(name).hist, d)
+		recordUS(s.timelineOp(name, now).hist, d)
 	}
 	s.mu.Unlock()
 	if s.measured {
@@ -245,17 +274,35 @@ func (s *stats) merge() merged {
 
 // cut folds every shard's interval into one summary per operation (the
 // operations that ended since the last cut) and starts new intervals.
-func (s *stats) cut() map[string]SecondOp {
+func (s *stats) cut() map[string]SecondOp { return summarize(s.cutIntervals()) }
+
+// cutIntervals folds the intervals, as cut does, without summarising them.
+func (s *stats) cutIntervals() map[string]*opStats {
+	return s.fold(func(sh *shard) map[string]*opStats { return sh.interval })
+}
+
+// cutAfter folds what ended after the window, as cut does the intervals.
+func (s *stats) cutAfter() map[string]*opStats {
+	return s.fold(func(sh *shard) map[string]*opStats { return sh.after })
+}
+
+// fold sums one map of every shard and resets what it took.
+func (s *stats) fold(of func(*shard) map[string]*opStats) map[string]*opStats {
 	sum := map[string]*opStats{}
 	for _, sh := range s.shards {
 		sh.mu.Lock()
-		for name, iv := range sh.interval {
+		for name, iv := range of(sh) {
 			foldInto(sum, name, iv, newIntervalHistogram)
 			iv.hist.Reset()
 			iv.errors = 0
 		}
 		sh.mu.Unlock()
 	}
+	return sum
+}
+
+// summarize is a timeline entry's numbers of each operation it holds.
+func summarize(sum map[string]*opStats) map[string]SecondOp {
 	out := make(map[string]SecondOp, len(sum))
 	for name, o := range sum {
 		if n := o.hist.TotalCount(); n > 0 || o.errors > 0 {
