@@ -38,7 +38,11 @@ const entryCmdBytesMin = 2
 
 // EncodeEntry encodes the commands of one log entry.
 func EncodeEntry(cmds []persistence.Cmd) ([]byte, error) {
-	dst := make([]byte, 0, 16+256*len(cmds))
+	return appendEntryTo(make([]byte, 0, 16+256*len(cmds)), cmds)
+}
+
+// appendEntryTo appends the encoding of one log entry to dst.
+func appendEntryTo(dst []byte, cmds []persistence.Cmd) ([]byte, error) {
 	dst = append(dst, entryFormatV1)
 	dst = binary.AppendUvarint(dst, uint64(len(cmds)))
 	for i := range cmds {

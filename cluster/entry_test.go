@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -255,7 +256,7 @@ func TestUnencodableCommandFailsAlone(t *testing.T) {
 	var batch []*proposal
 	var cmds []persistence.Cmd
 	for _, c := range []persistence.Cmd{acceptance("o1"), bad, acceptance("o2"), approval("o1")} {
-		batch = append(batch, &proposal{cmd: c, done: make(chan proposalAnswer, 1)})
+		batch = append(batch, newProposal(context.Background(), c))
 		cmds = append(cmds, c)
 	}
 	failing := batch[1]
@@ -265,8 +266,8 @@ func TestUnencodableCommandFailsAlone(t *testing.T) {
 		t.Fatalf("kept %d proposals: %+v", len(kept), keptCmds)
 	}
 	select {
-	case a := <-failing.done:
-		if a.err == nil {
+	case <-failing.done:
+		if failing.ans.err == nil {
 			t.Fatal("the unencodable proposal was answered without an error")
 		}
 	default:
