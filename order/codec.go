@@ -236,24 +236,41 @@ func AppendCommand(dst []byte, c *Command) []byte {
 	return dst
 }
 
+// createCommand and outcomeCommand hold a command with its data in one
+// allocation: a charge's two commands, decoded on every replica.
+type createCommand struct {
+	cmd    Command
+	create CreateData
+}
+
+type outcomeCommand struct {
+	cmd     Command
+	outcome OutcomeData
+}
+
 // DecodeCommand decodes what AppendCommand encoded. b is not retained.
 func DecodeCommand(b []byte) (*Command, error) {
 	d := newDecoder(b, commandFormatV1, "command")
-	c := &Command{}
-	c.Kind = Kind(d.Str())
-	c.Time = d.Varint()
-	c.Merchant = d.Str()
-	c.OrderID = d.Str()
-	c.TxnID = d.Str()
-	c.Amount = d.Varint()
-	c.ARN = d.Str()
-	c.RefundReasonCode = d.Str()
-	c.Auto = d.Bool()
-	c.IdempotencyKey = d.Str()
-	c.RequestHash = d.Str()
+	// The fields before Create go to hdr, copied into the command once it
+	// is known whether it shares an allocation with its data.
+	var hdr Command
+	hdr.Kind = Kind(d.Str())
+	hdr.Time = d.Varint()
+	hdr.Merchant = d.Str()
+	hdr.OrderID = d.Str()
+	hdr.TxnID = d.Str()
+	hdr.Amount = d.Varint()
+	hdr.ARN = d.Str()
+	hdr.RefundReasonCode = d.Str()
+	hdr.Auto = d.Bool()
+	hdr.IdempotencyKey = d.Str()
+	hdr.RequestHash = d.Str()
 
+	var c *Command
 	if d.Present() {
-		cd := &CreateData{}
+		blk := &createCommand{cmd: hdr}
+		c = &blk.cmd
+		cd := &blk.create
 		cd.Amount = d.Varint()
 		cd.Currency = d.Str()
 		cd.Description = d.Str()
@@ -277,7 +294,13 @@ func DecodeCommand(b []byte) (*Command, error) {
 		c.Create = cd
 	}
 	if d.Present() {
-		r := &OutcomeData{}
+		var r *OutcomeData
+		if c == nil {
+			blk := &outcomeCommand{cmd: hdr}
+			c, r = &blk.cmd, &blk.outcome
+		} else {
+			r = &OutcomeData{}
+		}
 		r.Approved = d.Bool()
 		r.AuthCode = d.Str()
 		r.AVSCheck = d.Str()
@@ -289,6 +312,10 @@ func DecodeCommand(b []byte) (*Command, error) {
 		r.TokenExpiresAt = d.Varint()
 		r.AutoSettleAt = d.Varint()
 		c.Outcome = r
+	}
+	if c == nil {
+		c = new(Command)
+		*c = hdr
 	}
 	if d.Present() {
 		c.Form = &FormData{TokenHash: d.Str(), ExpiresAt: d.Varint(), Language: d.Str()}
