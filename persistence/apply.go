@@ -173,7 +173,7 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 	}
 	b.s.reportTimed(&b.timed)
 	for k := range b.orders {
-		b.s.orders.put([]byte(k), b.written[k])
+		b.s.orders.put(k, b.written[k])
 	}
 	if checkpointed != nil {
 		checkpointed()
@@ -185,8 +185,8 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 
 // getOrder reads an order as this batch sees it: its own writes first, then
 // the cache, then Pebble (filling the cache: the FSM is the only writer).
-func (b *Batch) getOrder(merchant, id string) (*order.Order, error) {
-	key := orderKey(merchant, id)
+// key is the order's (orderKey).
+func (b *Batch) getOrder(key []byte) (*order.Order, error) {
 	if o, ok := b.orders[string(key)]; ok {
 		return o, nil
 	}
@@ -207,7 +207,7 @@ func (b *Batch) getOrder(merchant, id string) (*order.Order, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.s.orders.put(key, v)
+	b.s.orders.put(string(key), v)
 	return o, nil
 }
 
@@ -226,13 +226,19 @@ func (b *Batch) putJSON(key []byte, v any) {
 // stop rather than diverge silently (business rejections are results, storage
 // failures are fatal).
 func (b *Batch) set(key, value []byte) {
+	b.setAs(string(key), key, value)
+}
+
+// setAs is set for a caller that holds the key as a string too (k ==
+// string(key)): the batch's overlay takes that copy instead of making one.
+func (b *Batch) setAs(k string, key, value []byte) {
 	if err := b.b.Set(key, value, nil); err != nil {
 		panic(fmt.Sprintf("persistence: set: %v", err))
 	}
 	if value == nil {
 		value = []byte{}
 	}
-	b.written[string(key)] = value
+	b.written[k] = value
 	b.timed.noteSet(key)
 }
 
@@ -282,7 +288,8 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 			}}}
 		}
 	}
-	cur, err := b.getOrder(cmd.Merchant, cmd.OrderID)
+	key := orderKey(cmd.Merchant, cmd.OrderID) // next's too: an order's key never changes
+	cur, err := b.getOrder(key)
 	if err != nil {
 		panic(fmt.Sprintf("persistence: read order: %v", err))
 	}
@@ -298,7 +305,7 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 		}
 		return Result{Order: cur, Outcome: out}
 	}
-	b.putOrder(cur, next)
+	b.putOrder(key, cur, next)
 	b.applySideEffects(cmd, next, out)
 	if cmd.IdempotencyKey != "" {
 		b.putIdempotency(cmd.Merchant, cmd.IdempotencyKey, rec, &IdemRecord{
@@ -313,12 +320,11 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 // pending-authorisation set (only authorisations due at the acquirer: one
 // waiting for the customer's 3-D Secure answer is not resumed; held in
 // memory, pending.go), the auto-settle schedule, and the form and 3-D
-// Secure indexes (forms.go).
-func (b *Batch) putOrder(cur, next *order.Order) {
-	key := orderKey(next.Merchant, next.ID)
-	k := string(key) // one copy for the batch's maps
+// Secure indexes (forms.go). key is the order's (orderKey).
+func (b *Batch) putOrder(key []byte, cur, next *order.Order) {
+	k := string(key) // one copy for the batch's maps and then the cache's
 	b.encBuf = order.AppendOrder(b.encBuf[:0], next)
-	b.set(key, bytes.Clone(b.encBuf))
+	b.setAs(k, key, bytes.Clone(b.encBuf))
 	b.orders[k] = next
 	if cur == nil {
 		b.s.known.Load().add(key)

@@ -83,16 +83,17 @@ func (c *orderCache) entry(key []byte) *cachedOrder {
 }
 
 // put caches an order's stored encoding, which must not be modified after.
-func (c *orderCache) put(key []byte, encoded []byte) {
+// The key is a string because the cache keeps it: the batch's copy is kept
+// rather than a new one made.
+func (c *orderCache) put(k string, encoded []byte) {
 	e := &cachedOrder{encoded: encoded}
-	s := c.shard(key)
+	s := &c.shards[maphash.String(c.seed, k)%cacheShards] // as shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.m[string(key)]; ok {
-		s.m[string(key)] = e
+	if _, ok := s.m[k]; ok {
+		s.m[k] = e
 		return
 	}
-	k := string(key)
 	if old := s.ring[s.next]; old != "" {
 		delete(s.m, old)
 	}

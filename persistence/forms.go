@@ -60,7 +60,6 @@ func (s *Store) NextExpiry() (int64, error) { return s.firstTimed(expiryIndex) }
 // putFormIndexes keeps the form token index, the challenge index and the
 // expiry schedule in step with the order, in the order's own batch.
 func (b *Batch) putFormIndexes(cur, next *order.Order) {
-	ref := refKey("", next.Merchant, next.ID)
 	if next.FormTokenHash != "" {
 		fk := append([]byte(prefixForm), next.FormTokenHash...)
 		switch {
@@ -70,14 +69,21 @@ func (b *Batch) putFormIndexes(cur, next *order.Order) {
 			b.putJSON(fk, &FormRecord{Merchant: next.Merchant, OrderID: next.ID, Consumed: true})
 		}
 	}
-	if c := challengeOf(next); c != "" && c != challengeOf(cur) {
-		b.set(append([]byte(prefixChallenge), SecretHash(c)...), ref)
-	}
+	c := challengeOf(next)
+	newChallenge := c != "" && c != challengeOf(cur)
 	var oldDue int64
 	if cur != nil {
 		oldDue = cur.ExpiresAt()
 	}
-	if newDue := next.ExpiresAt(); oldDue != newDue {
+	newDue := next.ExpiresAt()
+	if !newChallenge && oldDue == newDue {
+		return // most changes (every charge's): no reference to make
+	}
+	ref := refKey("", next.Merchant, next.ID)
+	if newChallenge {
+		b.set(append([]byte(prefixChallenge), SecretHash(c)...), ref)
+	}
+	if oldDue != newDue {
 		if oldDue != 0 {
 			b.del(timedKey(prefixExpiry, oldDue, ref))
 		}

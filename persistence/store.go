@@ -203,16 +203,13 @@ func getJSON[T any](r reader, key []byte) (*T, error) {
 	return &out, nil
 }
 
-func orderKey(merchant, id string) []byte {
-	k := make([]byte, 0, len(prefixOrder)+len(merchant)+1+len(id))
-	k = append(k, prefixOrder...)
-	k = append(k, merchant...)
-	k = append(k, 0)
-	return append(k, id...)
-}
+func orderKey(merchant, id string) []byte { return refKey(prefixOrder, merchant, id) }
 
+// refKey is prefix merchant \0 id, allocated once at its size.
 func refKey(prefix, merchant, id string) []byte {
-	k := append([]byte(prefix), merchant...)
+	k := make([]byte, 0, len(prefix)+len(merchant)+1+len(id))
+	k = append(k, prefix...)
+	k = append(k, merchant...)
 	k = append(k, 0)
 	return append(k, id...)
 }
