@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"time"
@@ -101,13 +102,34 @@ func (s *Server) merchantEndpoints() map[string]endpoint {
 	return eps
 }
 
-func (s *Server) serveMerchant(ctx *fasthttp.RequestCtx, op string) {
-	start := time.Now()
-	ep, ok := s.endpoints[op]
-	if !ok {
-		op = opUnknown
+// namedEndpoint is a merchant operation with its name, the one string its
+// requests are counted and logged under.
+type namedEndpoint struct {
+	name  string
+	serve endpoint
+}
+
+// endpointAt finds the merchant operation at path (/api/v3/<op> or
+// /api/v1/<op>) without making a string of it.
+func (s *Server) endpointAt(path []byte) (namedEndpoint, bool) {
+	for _, prefix := range [...]string{"/api/v3/", "/api/v1/"} {
+		if op, ok := bytes.CutPrefix(path, []byte(prefix)); ok {
+			ep, known := s.endpoints[string(op)]
+			return ep, known
+		}
 	}
-	status := s.serveOp(ctx, op, ep, ok)
+	return namedEndpoint{}, false
+}
+
+// serveMerchant serves a request to /api/v3/ or /api/v1/: ep when known,
+// else a request for no such operation.
+func (s *Server) serveMerchant(ctx *fasthttp.RequestCtx, ep namedEndpoint, known bool) {
+	start := time.Now()
+	op := opUnknown
+	if known {
+		op = ep.name
+	}
+	status := s.serveOp(ctx, op, ep.serve, known)
 	s.metrics.observe(op, status, start)
 }
 

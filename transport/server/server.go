@@ -82,7 +82,7 @@ type AdminHandler func(ctx *fasthttp.RequestCtx)
 type Server struct {
 	cfg       Config
 	http      *fasthttp.Server
-	endpoints map[string]endpoint
+	endpoints map[string]namedEndpoint
 	metrics   *requestMetrics
 	fwd       *forwarder // relays requests to the leader (forward.go)
 	hashers   sync.Pool  // *requestHasher keyed with cfg.HashKey
@@ -109,7 +109,10 @@ func New(cfg Config) *Server {
 			s.cfg.AdminRoutes[name] = h
 		}
 	}
-	s.endpoints = s.merchantEndpoints()
+	s.endpoints = map[string]namedEndpoint{}
+	for name, ep := range s.merchantEndpoints() {
+		s.endpoints[name] = namedEndpoint{name: name, serve: ep}
+	}
 	s.http = &fasthttp.Server{
 		Handler: s.route,
 		Name:    "gatewayd",
@@ -260,19 +263,24 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "the node is shutting down: send the request again"))
 		return
 	}
-	path := string(ctx.Path())
 	if e := readBody(ctx); e != nil {
 		s.refuse(ctx, e, time.Now())
 		return
 	}
+	// The merchant operations, the hot path, are found from the path's
+	// bytes, without a string of the path per request. No page is one: an
+	// operation's name has no '/', and pages are under prefixes ending in one.
+	if ep, ok := s.endpointAt(ctx.Path()); ok {
+		s.serveMerchant(ctx, ep, true)
+		return
+	}
+	path := string(ctx.Path())
 	if s.servePages(ctx, path) {
 		return
 	}
 	switch {
-	case strings.HasPrefix(path, "/api/v3/"):
-		s.serveMerchant(ctx, path[len("/api/v3/"):])
-	case strings.HasPrefix(path, "/api/v1/"):
-		s.serveMerchant(ctx, path[len("/api/v1/"):])
+	case strings.HasPrefix(path, "/api/v3/"), strings.HasPrefix(path, "/api/v1/"):
+		s.serveMerchant(ctx, namedEndpoint{}, false) // no such operation
 	case path == "/healthz":
 		writeJSON(ctx, 200, map[string]string{"status": "ok"})
 	case path == "/readyz":
