@@ -108,6 +108,12 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 	return aead, nil
 }
 
+// boundAADRoom is the room Seal keeps for the bound AAD without allocating
+// it: the header and a card's AAD(merchant id, card id) take ~75 bytes. A
+// longer one is allocated as before. (88: Seal's scratch is then 144 bytes,
+// what its three allocations took.)
+const boundAADRoom = 88
+
 // boundAAD is the AAD given to both GCM operations: the blob header followed
 // by the caller's AAD. Binding the header means the version and key id cannot
 // be altered either.
@@ -120,7 +126,15 @@ func boundAAD(header, aad []byte) []byte {
 // Seal encrypts plaintext bound to aad and returns a self-describing blob.
 // Two seals of the same input differ (fresh data key and nonces).
 func (v *Vault) Seal(plaintext, aad []byte) ([]byte, error) {
-	dataKey := make([]byte, KeySize)
+	// The data key, the nonces and the bound AAD (when it fits, as a
+	// merchant's card AAD does) share one array: each escapes into the
+	// ciphers anyway, and one allocation per seal costs less than three.
+	var scratch struct {
+		dataKey [KeySize]byte
+		nonces  [2 * nonceSize]byte
+		bound   [boundAADRoom]byte
+	}
+	dataKey := scratch.dataKey[:]
 	defer clear(dataKey)
 	if _, err := rand.Read(dataKey); err != nil {
 		return nil, fmt.Errorf("vault: random data key: %w", err)
@@ -133,12 +147,12 @@ func (v *Vault) Seal(plaintext, aad []byte) ([]byte, error) {
 	var header [headerSize]byte
 	header[0] = version1
 	copy(header[1:], v.keyID[:])
-	var nonces [2 * nonceSize]byte
-	if _, err := rand.Read(nonces[:]); err != nil {
+	nonces := scratch.nonces[:]
+	if _, err := rand.Read(nonces); err != nil {
 		return nil, fmt.Errorf("vault: random nonce: %w", err)
 	}
 	wrapNonce, dataNonce := nonces[:nonceSize], nonces[nonceSize:]
-	bound := boundAAD(header[:], aad)
+	bound := append(append(scratch.bound[:0], header[:]...), aad...) // as boundAAD
 
 	blob := make([]byte, 0, offData+len(plaintext)+tagSize)
 	blob = append(blob, header[:]...)
