@@ -245,7 +245,7 @@ func (a *orderActor) proceed(o *order.Order, card vault.Card, cvv, cryptogram, e
 		return res
 	case stepDecline:
 		// Through the same path as an acquirer's decline, without asking it.
-		a.reg.Send(a.key, authAnswer{txnID: p.TxnID, res: acquirer.AuthResult{
+		a.reg.Send(a.key, &authAnswer{txnID: p.TxnID, res: acquirer.AuthResult{
 			DeclineCode: acquirer.Code3DSFailed, DeclineMessage: acquirer.Msg3DSFailed,
 			RiskDecision: acquirer.RiskAccept,
 		}})

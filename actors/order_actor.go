@@ -174,10 +174,10 @@ func (a *orderActor) handle(env envelope) {
 		env.respond(a.create(m))
 	case *Operation:
 		env.respond(a.operate(m))
-	case authAnswer:
+	case *authAnswer:
 		// A successor of the actor that asked takes the answer as well.
 		a.awaiting = max(a.awaiting-1, 0)
-		a.applyAuthAnswer(m)
+		a.applyAuthAnswer(*m)
 	case ResumeAuth:
 		a.resume()
 	case AutoSettle:
@@ -345,22 +345,38 @@ func cardSource(base order.PaymentSource, c *vault.Card, cardID string, info acq
 // startAuth calls the acquirer off the actor's goroutine; the answer comes
 // back through the registry (to this actor, or a successor if it retired).
 func (a *orderActor) startAuth(o *order.Order, card vault.Card, cvv, cryptogram, eci string) {
-	req := acquirer.AuthRequest{
-		Reference: o.Pending.TxnID, PAN: card.PAN, ExpMonth: card.ExpMonth, ExpYear: card.ExpYear,
-		HolderName: card.HolderName, CVV: cvv, Amount: o.Amount, Currency: o.Currency,
-		Descriptor: o.Descriptor, MerchantID: o.Merchant, Cryptogram: cryptogram, ECI: eci,
+	c := &authCall{deps: a.deps, reg: a.reg, key: a.key,
+		req: acquirer.AuthRequest{
+			Reference: o.Pending.TxnID, PAN: card.PAN, ExpMonth: card.ExpMonth, ExpYear: card.ExpYear,
+			HolderName: card.HolderName, CVV: cvv, Amount: o.Amount, Currency: o.Currency,
+			Descriptor: o.Descriptor, MerchantID: o.Merchant, Cryptogram: cryptogram, ECI: eci,
+		},
+		answer: authAnswer{txnID: o.Pending.TxnID, issueToken: o.Source.Type == "card", settleDelayHours: o.SettleDelayHours},
 	}
 	if t := o.Pending.ThreeDS; t != nil {
-		req.ThreeDS = acquirer.ThreeDSData{Authenticated: t.CAVV != "", NonSecure: t.Enrolled == order.EnrolledNo,
+		c.req.ThreeDS = acquirer.ThreeDSData{Authenticated: t.CAVV != "", NonSecure: t.Enrolled == order.EnrolledNo,
 			ECI: t.ECI, CAVV: t.CAVV, XID: t.XID, Version: t.Version}
 	}
-	key, reg, deps := a.key, a.reg, a.deps
-	issueToken, settleDelay := o.Source.Type == "card", o.SettleDelayHours
 	a.awaiting++ // the answer comes back to this actor (or a successor)
-	go func() {
-		res := authorize(deps, req)
-		reg.Deliver(key, authAnswer{txnID: req.Reference, res: res, issueToken: issueToken, settleDelayHours: settleDelay})
-	}()
+	go c.run()
+}
+
+// authCall is startAuth's acquirer call, run on a goroutine of its own. The
+// request and the answer it becomes share one allocation: the answer goes
+// to the actor by pointer, so it is not copied into a message of its own.
+type authCall struct {
+	deps   *Deps
+	reg    *Registry
+	key    Key
+	req    acquirer.AuthRequest
+	answer authAnswer
+}
+
+func (c *authCall) run() {
+	c.answer.res = authorize(c.deps, c.req)
+	// The request, card and CVV, is not kept along with the answer.
+	c.req = acquirer.AuthRequest{}
+	c.reg.Deliver(c.key, &c.answer)
 }
 
 // authorize calls the acquirer, retrying transport failures with the same
