@@ -337,12 +337,11 @@ func (b *Batch) putOrder(key []byte, cur, next *order.Order) {
 		oldDue = cur.AutoSettleAt
 	}
 	if oldDue != next.AutoSettleAt {
-		ref := refKey("", next.Merchant, next.ID)
 		if oldDue != 0 {
-			b.del(timedKey(prefixSettle, oldDue, ref))
+			b.del(timedRefKey(prefixSettle, oldDue, next.Merchant, next.ID))
 		}
 		if next.AutoSettleAt != 0 {
-			b.set(timedKey(prefixSettle, next.AutoSettleAt, ref), nil)
+			b.set(timedRefKey(prefixSettle, next.AutoSettleAt, next.Merchant, next.ID), nil)
 		}
 	}
 	b.putFormIndexes(cur, next)

@@ -207,11 +207,23 @@ func orderKey(merchant, id string) []byte { return refKey(prefixOrder, merchant,
 
 // refKey is prefix merchant \0 id, allocated once at its size.
 func refKey(prefix, merchant, id string) []byte {
-	k := make([]byte, 0, len(prefix)+len(merchant)+1+len(id))
+	return appendRefKey(make([]byte, 0, len(prefix)+len(merchant)+1+len(id)), prefix, merchant, id)
+}
+
+func appendRefKey(dst []byte, prefix, merchant, id string) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, merchant...)
+	dst = append(dst, 0)
+	return append(dst, id...)
+}
+
+// timedRefKey is timedKey(prefix, due, refKey("", merchant, id)) in one
+// allocation.
+func timedRefKey(prefix string, due int64, merchant, id string) []byte {
+	k := make([]byte, 0, len(prefix)+8+len(merchant)+1+len(id))
 	k = append(k, prefix...)
-	k = append(k, merchant...)
-	k = append(k, 0)
-	return append(k, id...)
+	k = binary.BigEndian.AppendUint64(k, uint64(due))
+	return appendRefKey(k, "", merchant, id)
 }
 
 func timedKey(prefix string, due int64, rest []byte) []byte {
@@ -297,7 +309,10 @@ func (s *Store) OrderStatusJSON(merchant, id string) ([]byte, error) {
 // CachedOrder returns the order only if it is in the cache: a cheap check
 // that never reads Pebble.
 func (s *Store) CachedOrder(merchant, id string) *order.Order {
-	return s.orders.get(orderKey(merchant, id))
+	// The key is built on the stack (the lookup keeps nothing): this runs
+	// on every request an order actor starts.
+	var buf [128]byte
+	return s.orders.get(appendRefKey(buf[:0], prefixOrder, merchant, id))
 }
 
 // OrderRef names an order.
