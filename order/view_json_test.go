@@ -92,7 +92,27 @@ func BenchmarkViewMarshal(b *testing.B) {
 	})
 }
 
-func benchView() *View {
+// BenchmarkNewView renders an order as an operation's answer shows it (one
+// transaction) and as a status read or a notification does (all of them).
+func BenchmarkNewView(b *testing.B) {
+	o := benchViewOrder()
+	b.Run("WithTxn", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			NewView(o, WithTxn, o.Txns[1].ID)
+		}
+	})
+	b.Run("WithAllTxns", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			NewView(o, WithAllTxns, "")
+		}
+	})
+}
+
+func benchView() *View { return NewView(benchViewOrder(), WithAllTxns, "") }
+
+func benchViewOrder() *Order {
 	avs, cvv := "Y", "M"
 	o := &Order{ID: "order-123456", Amount: 1020, Currency: "USD", Status: StatusSettled, SettledAmount: 1020,
 		Descriptor: "SHOP*ORDER", ProcessingMID: "mid-1", AVSCheck: avs, CVVCheck: cvv, RiskDecision: "accept",
@@ -103,5 +123,5 @@ func benchView() *View {
 		o.Txns = append(o.Txns, Transaction{ID: "txn-" + string(rune('a'+i)), CreatedAt: 1e18, UpdatedAt: 1e18,
 			Operation: op, Status: TxnSuccess, Currency: "USD", Amount: 1020, AuthCode: "A1B2C3", ARN: "123456"})
 	}
-	return NewView(o, WithAllTxns, "")
+	return o
 }
