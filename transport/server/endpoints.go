@@ -199,10 +199,15 @@ func (s *Server) actorReply(op string, r any, err error) (*actors.Reply, *apierr
 }
 
 func (s *Server) charge(c *call, r *api.ChargeRequest) answer {
-	msg := &actors.Create{
+	// The message and its card in one allocation: they live as long.
+	withCard := &struct {
+		msg  actors.Create
+		card vault.Card
+	}{msg: actors.Create{
 		Merchant: c.merchant.ID, OrderID: *r.OrderID, RequestHash: s.requestHash(c.body),
 		Data: createData(&r.OrderFields),
-	}
+	}}
+	msg := &withCard.msg
 	ps := r.PaymentSource
 	msg.Data.Source.Billing = address(ps.BillingAddress)
 	// The CVV of either source goes to the acquirer in memory only (never
@@ -210,8 +215,9 @@ func (s *Server) charge(c *call, r *api.ChargeRequest) answer {
 	msg.CVV = deref(ps.CardCVV)
 	switch *ps.Type {
 	case "card":
-		msg.Card = &vault.Card{PAN: *ps.CardNumber, ExpMonth: twoDigitMonth(*ps.CardExpMonth),
+		withCard.card = vault.Card{PAN: *ps.CardNumber, ExpMonth: twoDigitMonth(*ps.CardExpMonth),
 			ExpYear: fourDigitYear(*ps.CardExpYear), HolderName: *ps.CardHolderName}
+		msg.Card = &withCard.card
 	case "token":
 		msg.Token = *ps.PaymentToken
 	}
