@@ -408,10 +408,15 @@ func authorize(deps *Deps, req acquirer.AuthRequest) acquirer.AuthResult {
 func (a *orderActor) applyAuthAnswer(m authAnswer) {
 	now := a.deps.Now()
 	r := m.res
-	out := &order.OutcomeData{
+	// The command and its outcome in one allocation: they live as long.
+	proposal := &struct {
+		cmd order.Command
+		out order.OutcomeData
+	}{out: order.OutcomeData{
 		Approved: r.Approved, AuthCode: r.AuthCode, AVSCheck: r.AVSCheck, CVVCheck: r.CVVCheck,
 		RiskDecision: r.RiskDecision, DeclineCode: r.DeclineCode, DeclineMessage: r.DeclineMessage,
-	}
+	}}
+	out := &proposal.out
 	if r.Approved {
 		if m.issueToken {
 			tok, err := vault.NewToken()
@@ -426,11 +431,11 @@ func (a *orderActor) applyAuthAnswer(m authAnswer) {
 			out.AutoSettleAt = now.Add(time.Duration(m.settleDelayHours) * a.deps.SettleUnit).UnixNano()
 		}
 	}
-	cmd := &order.Command{
+	proposal.cmd = order.Command{
 		Kind: order.KindAuthOutcome, Time: now.UnixNano(), Merchant: a.key.Merchant, OrderID: a.key.OrderID,
 		TxnID: m.txnID, ARN: r.ARN, Outcome: out,
 	}
-	if _, err := a.propose(cmd); err != nil {
+	if _, err := a.propose(&proposal.cmd); err != nil {
 		// Still pending in the log: the scheduler's next resume pass (or a
 		// new leader) takes it on again with the same reference.
 		a.deps.Logger.Warn("outcome not committed; left pending", "order_id", a.key.OrderID, "error", err)
