@@ -217,7 +217,9 @@ func (a *orderActor) proceed(o *order.Order, card vault.Card, cvv, cryptogram, e
 		return o
 	}
 	now := a.deps.Now()
-	cmd := &order.Command{Time: now.UnixNano(), Merchant: o.Merchant, OrderID: o.ID, TxnID: p.TxnID}
+	// A value: only a 3-D Secure step is proposed (and allocated, in
+	// proposeStep), not the plain authorisation most payments go on to.
+	cmd := order.Command{Time: now.UnixNano(), Merchant: o.Merchant, OrderID: o.ID, TxnID: p.TxnID}
 	switch decideThreeDS(a.deps.Acquirer.Enrollment(card.PAN), o.ThreeDSForce, o.AttemptNonSecure) {
 	case stepChallenge:
 		id, err := randomText(32)
@@ -257,8 +259,8 @@ func (a *orderActor) proceed(o *order.Order, card vault.Card, cvv, cryptogram, e
 
 // proposeStep proposes a 3-D Secure step; on failure the payment stays due
 // and is taken on again when resumed.
-func (a *orderActor) proposeStep(cmd *order.Command) (*order.Order, bool) {
-	res, err := a.propose(cmd)
+func (a *orderActor) proposeStep(cmd order.Command) (*order.Order, bool) {
+	res, err := a.propose(&cmd)
 	if err != nil {
 		a.deps.Logger.Warn("3-D Secure step not committed; left pending", "order_id", cmd.OrderID,
 			"step", cmd.Kind, "error", err)
