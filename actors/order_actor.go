@@ -249,24 +249,31 @@ func (a *orderActor) create(m *Create) *Reply {
 			return &Reply{Err: err}
 		}
 	}
-	cmd := &order.Command{
+	// The command and the reply in one allocation: the reply is read as
+	// soon as the command's proposal has ended.
+	p := &struct {
+		cmd   order.Command
+		reply Reply
+	}{cmd: order.Command{
 		Kind: order.KindCreate, Time: now.UnixNano(), Merchant: m.Merchant, OrderID: m.OrderID,
 		TxnID: a.deps.NewID(), RequestHash: m.RequestHash, Create: data,
+	}}
+	res, err := a.propose(&p.cmd)
+	switch {
+	case err != nil:
+		p.reply = Reply{Err: err}
+	case res.Outcome.Reject != nil || res.Outcome.Replay:
+		p.reply = Reply{Order: res.Order, TxnID: res.Outcome.TxnID, Reject: res.Outcome.Reject}
+	default:
+		o := res.Order
+		if card != nil {
+			// 3-D Secure is decided before the acquirer is asked; a challenge
+			// answers with the order in verify and its redirect_url.
+			o = a.proceed(res.Order, *card, m.CVV, m.Cryptogram, m.ECI)
+		}
+		p.reply = Reply{Order: o, TxnID: res.Outcome.TxnID}
 	}
-	res, err := a.propose(cmd)
-	if err != nil {
-		return &Reply{Err: err}
-	}
-	if res.Outcome.Reject != nil || res.Outcome.Replay {
-		return &Reply{Order: res.Order, TxnID: res.Outcome.TxnID, Reject: res.Outcome.Reject}
-	}
-	o := res.Order
-	if card != nil {
-		// 3-D Secure is decided before the acquirer is asked; a challenge
-		// answers with the order in verify and its redirect_url.
-		o = a.proceed(res.Order, *card, m.CVV, m.Cryptogram, m.ECI)
-	}
-	return &Reply{Order: o, TxnID: res.Outcome.TxnID}
+	return &p.reply
 }
 
 func (a *orderActor) resolveToken(merchant, token string, now time.Time) (*persistence.TokenRecord, *vault.Card, error) {
