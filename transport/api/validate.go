@@ -807,11 +807,9 @@ func validEmail(s string) bool {
 			return false
 		}
 	}
-	labels := strings.Split(domain, ".")
-	if len(labels) < 2 {
-		return false
-	}
-	for _, l := range labels {
+	labels, last := 0, "" // counted as they go by: no slice of them per request
+	for l := range strings.SplitSeq(domain, ".") {
+		labels, last = labels+1, l
 		if l == "" || utf8.RuneCountInString(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
 			return false
 		}
@@ -823,7 +821,7 @@ func validEmail(s string) bool {
 			}
 		}
 	}
-	return !allDigits(labels[len(labels)-1])
+	return labels >= 2 && !allDigits(last)
 }
 
 // validIP accepts a textual IPv4 or IPv6 address without a zone.
@@ -858,16 +856,16 @@ func validBase64(s string) bool {
 // mpiMajor parses a 3-D Secure version of one to three dot-separated
 // numbers whose first is 1 or 2 ("1.0.2", "2.2.0", "2.1") and returns it.
 func mpiMajor(s string) (int, bool) {
-	parts := strings.Split(s, ".")
-	if len(parts) > 3 {
-		return 0, false
-	}
-	for _, p := range parts {
-		if !allDigits(p) {
+	parts, first := 0, "" // counted as they go by: no slice of them per request
+	for p := range strings.SplitSeq(s, ".") {
+		if parts++; parts == 1 {
+			first = p
+		}
+		if parts > 3 || !allDigits(p) {
 			return 0, false
 		}
 	}
-	switch parts[0] {
+	switch first {
 	case "1":
 		return 1, true
 	case "2":
