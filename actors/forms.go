@@ -105,7 +105,7 @@ func (h *heldCVV) take(txnID string) string {
 	return cvv
 }
 
-func (a *orderActor) handleForm(env envelope) {
+func (a *orderActor) handleForm(env *envelope) {
 	switch m := env.msg.(type) {
 	case *InitPayment:
 		env.respond(a.initPayment(m))

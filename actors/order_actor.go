@@ -144,7 +144,7 @@ func NewOrderActorProducer(deps *Deps, reg func() *Registry) func(Key) actor.Act
 // System messages (Started, Stopping) may run under a registry shard lock,
 // so nothing here acts on them.
 func (a *orderActor) Receive(ctx actor.Context) {
-	if m, ok := ctx.Message().(envelope); ok {
+	if m, ok := ctx.Message().(*envelope); ok {
 		a.processed++
 		a.handle(m)
 		a.afterMessage(ctx, m)
@@ -158,17 +158,17 @@ func (a *orderActor) Receive(ctx actor.Context) {
 // ends (the customer's answer or the scheduler's Expire reaches it), so the
 // CVV is there for the authorisation. TryRetire refuses while messages are
 // on their way, so nothing sent is lost to a stopping actor.
-func (a *orderActor) afterMessage(ctx actor.Context, env envelope) {
+func (a *orderActor) afterMessage(ctx actor.Context, env *envelope) {
 	if a.awaiting == 0 && !a.held.active(time.Now()) && a.reg.TryRetire(a.key, ctx.Self(), a.processed) {
 		ctx.Stop(ctx.Self())
 		return
 	}
-	if env.reply != nil {
+	if env.isRequest() {
 		a.reg.HandOffQueued(a.key, ctx.Self(), a.processed)
 	}
 }
 
-func (a *orderActor) handle(env envelope) {
+func (a *orderActor) handle(env *envelope) {
 	switch m := env.msg.(type) {
 	case *Create:
 		env.respond(a.create(m))

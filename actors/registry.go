@@ -72,18 +72,25 @@ func (r *Registry) shard(k Key) *shard {
 }
 
 // envelope carries a message and lets the actor count what it processed.
-// A request carries the channel its answer goes to: buffered, so the actor
-// never blocks on a caller that already gave up. (protoactor's futures cost
-// a registered process and a timer per request: ~3 % of a charge's CPU.)
+// A request's envelope also carries its answer, and the channel that says
+// it is there: buffered, so the actor never blocks on a caller that already
+// gave up. (protoactor's futures cost a registered process and a timer per
+// request: ~3 % of a charge's CPU. A chan struct{} is one allocation where
+// a chan any is two, and a pointer is posted without boxing a copy.)
 type envelope struct {
-	msg   any
-	reply chan any
+	msg    any
+	done   chan struct{} // nil for a plain send
+	answer any
 }
 
+// isRequest reports whether someone waits for the answer.
+func (e *envelope) isRequest() bool { return e.done != nil }
+
 // respond answers a request; a plain send has nobody to answer.
-func (e envelope) respond(v any) {
-	if e.reply != nil {
-		e.reply <- v
+func (e *envelope) respond(v any) {
+	if e.done != nil {
+		e.answer = v
+		e.done <- struct{}{}
 	}
 }
 
@@ -161,18 +168,18 @@ func (r *Registry) Request(k Key, msg any, timeout time.Duration) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	reply := make(chan any, 1)
-	r.system.Root.Send(pid, envelope{msg: msg, reply: reply})
+	env := &envelope{msg: msg, done: make(chan struct{}, 1)}
+	r.system.Root.Send(pid, env)
 	select {
-	case v := <-reply:
-		return v, nil
+	case <-env.done:
+		return env.answer, nil
 	default:
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case v := <-reply:
-		return v, nil
+	case <-env.done:
+		return env.answer, nil
 	case <-t.C:
 		return nil, ErrTimeout
 	}
@@ -184,7 +191,7 @@ func (r *Registry) Request(k Key, msg any, timeout time.Duration) (any, error) {
 // the acquirer's answer.
 func (r *Registry) Deliver(k Key, msg any) {
 	if pid, err := r.enter(k); err == nil {
-		r.system.Root.Send(pid, envelope{msg: msg})
+		r.system.Root.Send(pid, &envelope{msg: msg})
 	}
 }
 
@@ -193,7 +200,7 @@ func (r *Registry) Deliver(k Key, msg any) {
 // writing to itself).
 func (r *Registry) Send(k Key, msg any) {
 	if pid, err := r.enter(k); err == nil {
-		go r.system.Root.Send(pid, envelope{msg: msg})
+		go r.system.Root.Send(pid, &envelope{msg: msg})
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 type echoActor struct{}
 
 func (echoActor) Receive(ctx actor.Context) {
-	if env, ok := ctx.Message().(envelope); ok && env.msg != "silent" {
+	if env, ok := ctx.Message().(*envelope); ok && env.msg != "silent" {
 		env.respond(env.msg)
 	}
 }
@@ -47,7 +47,7 @@ func TestRegistryRequestAnswersAndTimesOut(t *testing.T) {
 type blockingActor struct{ blocked, release chan struct{} }
 
 func (b blockingActor) Receive(ctx actor.Context) {
-	if env, ok := ctx.Message().(envelope); ok {
+	if env, ok := ctx.Message().(*envelope); ok {
 		if env.msg == "block" {
 			close(b.blocked)
 			<-b.release
