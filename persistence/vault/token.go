@@ -25,7 +25,11 @@ func NewToken() (string, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("vault: random token: %w", err)
 	}
-	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+	// Encoded after the prefix in one buffer: only the string is allocated.
+	var tok [TokenLen]byte
+	copy(tok[:], TokenPrefix)
+	base64.RawURLEncoding.Encode(tok[len(TokenPrefix):], b[:])
+	return string(tok[:]), nil
 }
 
 // ValidTokenFormat reports whether s has the shape of a token made by
