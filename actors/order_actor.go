@@ -188,9 +188,15 @@ func (a *orderActor) handle(env *envelope) {
 }
 
 func (a *orderActor) propose(cmd *order.Command) (persistence.Result, error) {
+	return a.proposeCmd(&persistence.Cmd{Order: cmd})
+}
+
+// proposeCmd proposes an order command's wrapping, which a caller on the
+// hot path allocates along with the command.
+func (a *orderActor) proposeCmd(pc *persistence.Cmd) (persistence.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.deps.ProposeTimeout)
 	defer cancel()
-	return a.deps.Proposer.Propose(ctx, &persistence.Cmd{Order: cmd})
+	return a.deps.Proposer.Propose(ctx, pc)
 }
 
 func (a *orderActor) create(m *Create) *Reply {
@@ -249,16 +255,18 @@ func (a *orderActor) create(m *Create) *Reply {
 			return &Reply{Err: err}
 		}
 	}
-	// The command and the reply in one allocation: the reply is read as
-	// soon as the command's proposal has ended.
+	// The command, its wrapping and the reply in one allocation: the reply
+	// is read as soon as the command's proposal has ended.
 	p := &struct {
 		cmd   order.Command
+		wrap  persistence.Cmd
 		reply Reply
 	}{cmd: order.Command{
 		Kind: order.KindCreate, Time: now.UnixNano(), Merchant: m.Merchant, OrderID: m.OrderID,
 		TxnID: a.deps.NewID(), RequestHash: m.RequestHash, Create: data,
 	}}
-	res, err := a.propose(&p.cmd)
+	p.wrap.Order = &p.cmd
+	res, err := a.proposeCmd(&p.wrap)
 	switch {
 	case err != nil:
 		p.reply = Reply{Err: err}
@@ -415,10 +423,12 @@ func authorize(deps *Deps, req acquirer.AuthRequest) acquirer.AuthResult {
 func (a *orderActor) applyAuthAnswer(m authAnswer) {
 	now := a.deps.Now()
 	r := m.res
-	// The command and its outcome in one allocation: they live as long.
+	// The command, its wrapping and its outcome in one allocation: they
+	// live as long.
 	proposal := &struct {
-		cmd order.Command
-		out order.OutcomeData
+		cmd  order.Command
+		wrap persistence.Cmd
+		out  order.OutcomeData
 	}{out: order.OutcomeData{
 		Approved: r.Approved, AuthCode: r.AuthCode, AVSCheck: r.AVSCheck, CVVCheck: r.CVVCheck,
 		RiskDecision: r.RiskDecision, DeclineCode: r.DeclineCode, DeclineMessage: r.DeclineMessage,
@@ -442,7 +452,8 @@ func (a *orderActor) applyAuthAnswer(m authAnswer) {
 		Kind: order.KindAuthOutcome, Time: now.UnixNano(), Merchant: a.key.Merchant, OrderID: a.key.OrderID,
 		TxnID: m.txnID, ARN: r.ARN, Outcome: out,
 	}
-	if _, err := a.propose(&proposal.cmd); err != nil {
+	proposal.wrap.Order = &proposal.cmd
+	if _, err := a.proposeCmd(&proposal.wrap); err != nil {
 		// Still pending in the log: the scheduler's next resume pass (or a
 		// new leader) takes it on again with the same reference.
 		a.deps.Logger.Warn("outcome not committed; left pending", "order_id", a.key.OrderID, "error", err)
