@@ -111,16 +111,26 @@ const (
 // Decode.
 func Parse[R any](body []byte, validate func(*R) *apierr.Error) (*R, *apierr.Error) {
 	req := new(R)
+	if err := ParseInto(body, req, validate); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// ParseInto is Parse into *req, for a caller that allocates the request
+// along with something else. *req is replaced; on failure it may be left
+// half decoded, and the caller drops it.
+func ParseInto[R any](body []byte, req *R, validate func(*R) *apierr.Error) *apierr.Error {
 	typeErrs, err := decodeCollecting(body, req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	verr := validate(req)
 	switch {
 	case typeErrs == nil && verr == nil:
-		return req, nil
+		return nil
 	case typeErrs == nil:
-		return nil, verr
+		return verr
 	}
 	if verr != nil {
 		for _, attr := range verr.Attributes() {
@@ -131,7 +141,7 @@ func Parse[R any](body []byte, validate func(*R) *apierr.Error) (*R, *apierr.Err
 			}
 		}
 	}
-	return nil, typeErrs
+	return typeErrs
 }
 
 // coveredBy reports whether attr is, is inside, or holds an attribute of e.

@@ -43,17 +43,21 @@ type answer struct {
 }
 
 // endpoint serves one merchant operation on an authenticated body.
-type endpoint func(s *Server, c *call) answer
+type endpoint func(s *Server, c call) answer
 
 // operation builds an endpoint from its request type: decode strictly and
 // validate, listing every violation at once (api.Parse), then dispatch. This is the one path every operation shares.
 func operation[R any](validate func(*R, time.Time) *apierr.Error, dispatch func(*Server, *call, *R) answer) endpoint {
-	return func(s *Server, c *call) answer {
-		req, err := api.Parse(c.body, func(r *R) *apierr.Error { return s.guardCallback(r, validate(r, c.now)) })
-		if err != nil {
+	return func(s *Server, c call) answer {
+		// The call and its request in one allocation: they live as long.
+		op := &struct {
+			c   call
+			req R
+		}{c: c}
+		if err := api.ParseInto(op.c.body, &op.req, func(r *R) *apierr.Error { return s.guardCallback(r, validate(r, op.c.now)) }); err != nil {
 			return answer{err: err}
 		}
-		return dispatch(s, c, req)
+		return dispatch(s, &op.c, &op.req)
 	}
 }
 
@@ -156,8 +160,7 @@ func (s *Server) serveOp(ctx *fasthttp.RequestCtx, op string, ep endpoint, known
 	if !m.limiter.Allow() {
 		return fail(apierr.New(apierr.RateLimited, "merchant", "rate limit exceeded; retry after the Retry-After delay"))
 	}
-	c := &call{ctx: ctx, merchant: m, body: ctx.PostBody(), now: s.cfg.Now()}
-	a := ep(s, c)
+	a := ep(s, call{ctx: ctx, merchant: m, body: ctx.PostBody(), now: s.cfg.Now()})
 	if a.err != nil {
 		return fail(a.err)
 	}
