@@ -40,10 +40,15 @@ type Sandbox struct {
 	latency time.Duration
 
 	mu      sync.Mutex
-	results map[string]AuthResult // by reference; present = authorised once
-	order   []string              // FIFO of references, for eviction
+	results map[string]int // by reference, its outcome's index; present = authorised once
+	order   []string       // FIFO of references, for eviction
 	next    int
 	total   int // authorisations made, evicted ones included
+	// outcomes are the distinct results without AuthCode and ARN, which
+	// follow from the reference: a few dozen at most (decide's outcomes),
+	// where a whole result per remembered reference took ~11 MB.
+	outcomes []AuthResult
+	outcome  map[AuthResult]int
 }
 
 // referencesMax bounds the references the sandbox remembers.
@@ -60,7 +65,8 @@ func NewSandbox(latency time.Duration) *Sandbox {
 	if latency < 0 {
 		latency = 0
 	}
-	return &Sandbox{latency: latency, results: make(map[string]AuthResult), order: make([]string, referencesMax)}
+	return &Sandbox{latency: latency, results: make(map[string]int), order: make([]string, referencesMax),
+		outcome: make(map[AuthResult]int)}
 }
 
 // Authorize answers after the configured latency, or returns ctx.Err() if ctx
@@ -77,8 +83,8 @@ func (s *Sandbox) Authorize(ctx context.Context, req AuthRequest) (AuthResult, e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.results[req.Reference]; ok {
-		return r, nil
+	if i, ok := s.results[req.Reference]; ok {
+		return s.result(req.Reference, i), nil
 	}
 	r := decide(req, time.Now().UTC())
 	if old := s.order[s.next]; old != "" {
@@ -90,9 +96,31 @@ func (s *Sandbox) Authorize(ctx context.Context, req AuthRequest) (AuthResult, e
 	ref := strings.Clone(req.Reference)
 	s.order[s.next] = ref
 	s.next = (s.next + 1) % len(s.order)
-	s.results[ref] = r
+	s.results[ref] = s.outcomeIndex(r)
 	s.total++
 	return r, nil
+}
+
+// outcomeIndex is the index of r's outcome in s.outcomes, added if new.
+func (s *Sandbox) outcomeIndex(r AuthResult) int {
+	r.AuthCode, r.ARN = "", ""
+	i, ok := s.outcome[r]
+	if !ok {
+		i = len(s.outcomes)
+		s.outcomes = append(s.outcomes, r)
+		s.outcome[r] = i
+	}
+	return i
+}
+
+// result is the result remembered for reference: its outcome, with the
+// AuthCode and ARN an approval of that reference has (decide).
+func (s *Sandbox) result(reference string, i int) AuthResult {
+	r := s.outcomes[i]
+	if r.Approved {
+		r.AuthCode, r.ARN = AuthCode(reference), ARN(reference)
+	}
+	return r
 }
 
 // wait sleeps for the latency, honouring ctx.
