@@ -220,17 +220,19 @@ func appendRefKey(dst []byte, prefix, merchant, id string) []byte {
 // timedRefKey is timedKey(prefix, due, refKey("", merchant, id)) in one
 // allocation.
 func timedRefKey(prefix string, due int64, merchant, id string) []byte {
-	k := make([]byte, 0, len(prefix)+8+len(merchant)+1+len(id))
-	k = append(k, prefix...)
-	k = binary.BigEndian.AppendUint64(k, uint64(due))
+	k := appendTimed(make([]byte, 0, len(prefix)+8+len(merchant)+1+len(id)), prefix, due)
 	return appendRefKey(k, "", merchant, id)
 }
 
 func timedKey(prefix string, due int64, rest []byte) []byte {
-	k := make([]byte, 0, len(prefix)+8+len(rest))
-	k = append(k, prefix...)
-	k = binary.BigEndian.AppendUint64(k, uint64(due))
-	return append(k, rest...)
+	return append(appendTimed(make([]byte, 0, len(prefix)+8+len(rest)), prefix, due), rest...)
+}
+
+// appendTimed appends a schedule key's head: its prefix and the due time,
+// big-endian so that keys sort by it.
+func appendTimed(dst []byte, prefix string, due int64) []byte {
+	dst = append(dst, prefix...)
+	return binary.BigEndian.AppendUint64(dst, uint64(due))
 }
 
 // GetOrder returns the order, or nil when it does not exist.
