@@ -155,6 +155,10 @@ func TestWorkloads(t *testing.T) {
 					wh.Delivered != rep.Ops["webhook"].Count {
 					t.Errorf("webhooks %+v", wh)
 				}
+				// Both count a notification in the window by when it arrived.
+				if o := rep.Ops["webhook"]; o.InWindow != wh.DeliveredInWindow {
+					t.Errorf("the webhook row has %d in the window, delivered_in_window %d", o.InWindow, wh.DeliveredInWindow)
+				}
 			}
 			if cfg.Rate > 0 {
 				ol := rep.OpenLoop

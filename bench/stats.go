@@ -178,12 +178,16 @@ func (s *shard) addError(name string) {
 }
 
 // ok records a successful operation that took d and ends now.
-func (s *shard) ok(name string, d time.Duration) {
+func (s *shard) ok(name string, d time.Duration) { s.okAt(name, d, time.Now()) }
+
+// okAt records a successful operation that took d and ended at end: a
+// notification is matched with its charge's answer after it arrived, and
+// counts in the window by its arrival, as delivered_in_window does.
+func (s *shard) okAt(name string, d time.Duration, end time.Time) {
 	if s == nil {
 		return
 	}
-	now := time.Now()
-	inWindow := s.stats.inWindow(now)
+	inWindow := s.stats.inWindow(end)
 	if !s.measured && !inWindow {
 		return
 	}
@@ -196,7 +200,7 @@ func (s *shard) ok(name string, d time.Duration) {
 		if recordUS(o.hist, d) {
 			o.clamped++
 		}
-		recordUS(s.timelineOp(name, now).hist, d)
+		recordUS(s.timelineOp(name, end).hist, d)
 	}
 	s.mu.Unlock()
 	if s.measured {

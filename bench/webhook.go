@@ -247,7 +247,7 @@ func (s *webhookSink) match(p *pendingHook) {
 		d = 0 // notified before the answer was read, or clocks a little apart
 	}
 	if !p.measured {
-		s.warm.ok("webhook", d)
+		s.warm.okAt("webhook", d, p.arrived)
 		return
 	}
 	s.delivered++
@@ -256,7 +256,7 @@ func (s *webhookSink) match(p *pendingHook) {
 	} else {
 		s.fromChange++
 	}
-	s.rec.ok("webhook", d)
+	s.rec.okAt("webhook", d, p.arrived)
 }
 
 // outstanding counts measured charges still waiting for their notification.
