@@ -323,11 +323,18 @@ func startNodeProfiles(ctx context.Context, nodes []NodeProcess, dir string, spa
 			})
 		}
 	}
-	return func() []NodeProfile {
+	// The requests are read as the profiles end, not when the run asks
+	// for them after its load: a window longer than the span (1.4 s,
+	// profiled for 1 s) would count requests the profiles did not see.
+	// The profiles end span after they began even when the load ended
+	// sooner; the requests are those completed until then.
+	spanRequests := make(chan int64, 1)
+	go func() {
 		wg.Wait()
-		// The profiles end span after they began even when the load ended
-		// sooner; the requests are those completed until then.
-		requests := requestsNow() - startRequests
+		spanRequests <- requestsNow() - startRequests
+	}()
+	return func() []NodeProfile {
+		requests := <-spanRequests
 		for i := range out {
 			out[i].Requests = requests
 			readNodeProfile(&out[i])

@@ -175,8 +175,10 @@ func TestStartNodeProfiles(t *testing.T) {
 	cpu, _ := cpuProfile().encoded(t)
 	allocs, _ := allocProfile().encoded(t)
 	var asked atomic.Value
+	running := make(chan struct{}) // the profiles end once the test's requests are done
 	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Store(r.URL.RawQuery)
+		<-running
 		switch r.URL.Path {
 		case "/debug/pprof/profile":
 			w.Write(cpu)
@@ -202,6 +204,7 @@ func TestStartNodeProfiles(t *testing.T) {
 	}
 	wait := startNodeProfiles(context.Background(), nodes, dir, profileSpan(1200*time.Millisecond), requests.Load)
 	requests.Add(50) // completed while the profiles ran
+	close(running)
 	got := wait()
 	if len(got) != 2 {
 		t.Fatalf("profiles of %d nodes, want the 2 with pprof: %+v", len(got), got)
@@ -276,5 +279,42 @@ func TestRequestsWindowIgnoresTheProfilesWait(t *testing.T) {
 	}
 	if o := rep.Ops[WorkloadCharge]; o.Count != 50 || rep.Duration >= 1.5 {
 		t.Fatalf("50 charges over a window of %.2f s (%d counted): the window must end with the load", rep.Duration, o.Count)
+	}
+}
+
+// TestNodeProfileRequestsAreThoseOfItsSpan: a window of 1.4 s is profiled
+// for 1 s (whole seconds). The requests the allocation is divided by were
+// read when the run collected the profiles, after the load, so they were
+// the whole window's (~1.4 s of requests over 1 s of allocation, 30 % too
+// few bytes per request); they are read when the profiles end.
+func TestNodeProfileRequestsAreThoseOfItsSpan(t *testing.T) {
+	cpu, _ := cpuProfile().encoded(t)
+	allocs, _ := allocProfile().encoded(t)
+	pprof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secs, _ := strconv.Atoi(r.URL.Query().Get("seconds"))
+		time.Sleep(time.Duration(secs) * time.Second) // as a real profile does
+		if r.URL.Path == "/debug/pprof/profile" {
+			w.Write(cpu)
+		} else {
+			w.Write(allocs)
+		}
+	}))
+	defer pprof.Close()
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadCharge)
+	cfg.Duration, cfg.ProfileDir = 1400*time.Millisecond, t.TempDir()
+	cfg.Nodes = []NodeProcess{{Name: "node1", PID: os.Getpid(), PprofAddr: strings.TrimPrefix(pprof.URL, "http://")}}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.NodeProfiles) != 1 || rep.NodeProfiles[0].Seconds != 1 {
+		t.Fatalf("node profiles %+v: want one of 1 s", rep.NodeProfiles)
+	}
+	// A closed loop against the fake goes at an even pace: 1 s of the
+	// window's 1.4 s holds about 71 % of its charges.
+	n, all := rep.NodeProfiles[0].Requests, rep.Ops[WorkloadCharge].Count
+	if share := float64(n) / float64(all); share < 0.6 || share > 0.85 {
+		t.Errorf("the 1 s profiles counted %d requests, the 1.4 s window %d charges (%.2f): want about 0.71", n, all, share)
 	}
 }
