@@ -111,26 +111,26 @@ func runsByOp(rs []Report) (map[[2]string][]OpReport, [][2]string) {
 }
 
 // medianOp is one operation's figures over several runs: the median of
-// each, the counts summed.
+// each, the counts summed. The latencies are the median over the runs
+// that had a success: a run without one has no percentiles, and its zeros
+// would read as answers in 0 µs. Its rate of 0 is a rate.
 func medianOp(runs []OpReport) OpReport {
 	if len(runs) == 1 {
 		return runs[0]
 	}
 	var out OpReport
-	pick := func(f func(OpReport) float64) float64 {
-		xs := make([]float64, len(runs))
-		for i, o := range runs {
-			xs[i] = f(o)
-		}
-		return median(xs)
-	}
+	var measured []OpReport
 	for _, o := range runs {
 		out.Count += o.Count
 		out.Errors += o.Errors
 		out.InWindow += o.InWindow
 		out.Clamped += o.Clamped
+		if o.Count > 0 {
+			measured = append(measured, o)
+		}
 	}
-	out.Throughput = pick(func(o OpReport) float64 { return o.Throughput })
+	out.Throughput = median(figures(runs, func(o OpReport) float64 { return o.Throughput }))
+	pick := func(f func(OpReport) float64) float64 { return median(figures(measured, f)) }
 	out.P50US = int64(pick(func(o OpReport) float64 { return float64(o.P50US) }))
 	out.P90US = int64(pick(func(o OpReport) float64 { return float64(o.P90US) }))
 	out.P99US = int64(pick(func(o OpReport) float64 { return float64(o.P99US) }))
@@ -138,6 +138,15 @@ func medianOp(runs []OpReport) OpReport {
 	out.MaxUS = int64(pick(func(o OpReport) float64 { return float64(o.MaxUS) }))
 	out.MeanUS = pick(func(o OpReport) float64 { return o.MeanUS })
 	return out
+}
+
+// figures is f of each of runs.
+func figures(runs []OpReport, f func(OpReport) float64) []float64 {
+	xs := make([]float64, len(runs))
+	for i, o := range runs {
+		xs[i] = f(o)
+	}
+	return xs
 }
 
 func ratio(workload, opA, opB string, a, b OpReport) Ratio {

@@ -35,7 +35,7 @@ func TestMedian(t *testing.T) {
 func TestWriteMedians(t *testing.T) {
 	run := func(rate float64, p99, nodeUS float64, delivered float64) *Report {
 		return &Report{
-			Ops: map[string]OpReport{"charge": {Throughput: rate, P50US: 1000, P90US: 2000, P99US: int64(p99), P999US: 9000, MaxUS: 12000}},
+			Ops: map[string]OpReport{"charge": {Count: 1000, Throughput: rate, P50US: 1000, P90US: 2000, P99US: int64(p99), P999US: 9000, MaxUS: 12000}},
 			ProcessCPU: []ProcessCPU{{Name: harnessName, USPerRequest: 40},
 				{Name: "node1", USPerRequest: nodeUS}, {Name: "node2", USPerRequest: nodeUS / 2}},
 			Webhooks: &WebhookReport{DeliveredPerSec: delivered},
@@ -120,5 +120,28 @@ func TestMainRunRuns(t *testing.T) {
 	}
 	if strings.Count(stderr.String(), "spawned 1 node(s)") != 3 {
 		t.Errorf("want three spawns:\n%s", stderr.String())
+	}
+}
+
+// TestMedianLeavesOutRunsWithoutLatency: a run with no successful
+// operation has no percentiles; its zeros went into the medians as if
+// it had answered in 0 µs (two runs, one collapsed: p99 15 ms for a
+// run whose p99 was 30 ms). Its rate of 0 still counts.
+func TestMedianLeavesOutRunsWithoutLatency(t *testing.T) {
+	collapsed := OpReport{Errors: 500}
+	ok := OpReport{Count: 1000, Throughput: 5000, InWindow: 1000, P50US: 1000, P90US: 2000, P99US: 30_000, P999US: 40_000, MaxUS: 50_000, MeanUS: 1500}
+	m := medianOp([]OpReport{collapsed, ok})
+	want := ok
+	want.Throughput, want.Errors = 2500, 500
+	if m != want {
+		t.Errorf("median %+v\nwant   %+v", m, want)
+	}
+	if m := medianOp([]OpReport{collapsed, collapsed}); m.Count != 0 || m.P99US != 0 || m.Errors != 1000 {
+		t.Errorf("median of two collapsed runs %+v", m)
+	}
+	var out bytes.Buffer
+	WriteMedians(&out, []*Report{{Ops: map[string]OpReport{"charge": collapsed}}, {Ops: map[string]OpReport{"charge": ok}}})
+	if !strings.Contains(out.String(), "30.0ms") {
+		t.Errorf("medians do not give the p99 of the run that had one:\n%s", out.String())
 	}
 }
