@@ -638,3 +638,24 @@ func TestTimelineClosedLoopLastIterationsAfterTheWindow(t *testing.T) {
 		checkTimelineAddsUp(t, rep)
 	}
 }
+
+// TestWebhookSinkBooksCloseWithItsReport: the receiver keeps serving while
+// the report is made (an interrupted run does not wait at all). A
+// notification arriving after the report had counted its charge
+// undelivered was recorded too, as a success of the webhook row: one
+// charge counted both delivered and undelivered, and the row's count
+// disagreed with delivered.
+func TestWebhookSinkBooksCloseWithItsReport(t *testing.T) {
+	st := newStats(1)
+	t0 := time.Now()
+	st.setWindow(t0, t0.Add(time.Second))
+	s := &webhookSink{pending: map[string]*pendingHook{}, rec: st.shards[0], warm: st.warm[0]}
+	s.expect("a", t0, true)
+	r := s.report(t0, time.Second)
+	s.notified("a", "authorized", true, t0.Add(1500*time.Millisecond), time.Time{}) // while the report is made
+	o := st.merge().ops["webhook"]
+	if r.Undelivered != 1 || r.Delivered != 0 || o.hist.TotalCount() != int64(r.Delivered) || o.errors != 1 {
+		t.Errorf("webhooks %+v; the webhook row has %d delivered and %d errors: want 0 and the 1 undelivered",
+			*r, o.hist.TotalCount(), o.errors)
+	}
+}

@@ -40,6 +40,11 @@ type webhookSink struct {
 
 	mu      sync.Mutex
 	pending map[string]*pendingHook // order_id → charge answered and/or notification seen; kept once matched, to tell repeats
+	// closed is set by report: the books are closed. The receiver still
+	// answers what comes later (an interrupted run does not wait), but
+	// counts none of it, which would make a charge the report called
+	// undelivered a success of the webhook row too.
+	closed bool
 	// counts, under mu
 	expected, delivered, received, duplicates, badSignature int64
 	fromChange, fromAnswer                                  int64 // latencies recorded from each start
@@ -198,6 +203,9 @@ func notificationFields(body []byte) (orderID, status string) {
 func (s *webhookSink) notified(orderID, status string, verified bool, at, changed time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	s.received++
 	if !verified {
 		s.badSignature++
@@ -291,6 +299,7 @@ func (s *webhookSink) wait(ctx context.Context, max time.Duration) {
 func (s *webhookSink) report(start time.Time, window time.Duration) *WebhookReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	r := &WebhookReport{
 		CallbackURL: s.url, Expected: s.expected, Delivered: s.delivered,
 		Received: s.received, Duplicates: s.duplicates, BadSignature: s.badSignature,
