@@ -659,3 +659,24 @@ func TestWebhookSinkBooksCloseWithItsReport(t *testing.T) {
 			*r, o.hist.TotalCount(), o.errors)
 	}
 }
+
+// TestWebhookBadSignatureInTheWarmupIsNotAnError: the warmup is
+// unrecorded, but a notification failing verification during it was
+// counted in the measured errors (webhook row, errors.other) like one of
+// the window's. The webhooks section still counts every one.
+func TestWebhookBadSignatureInTheWarmupIsNotAnError(t *testing.T) {
+	st := newStats(1)
+	t0 := time.Now()
+	st.setWindow(t0, t0.Add(time.Second))
+	s := &webhookSink{pending: map[string]*pendingHook{}, rec: st.shards[0], warm: st.warm[0]}
+	s.expect("w", t0.Add(-200*time.Millisecond), false)
+	s.notified("w", "authorized", false, t0.Add(-100*time.Millisecond), time.Time{}) // in the warmup
+	s.expect("a", t0.Add(100*time.Millisecond), true)
+	s.notified("a", "authorized", false, t0.Add(200*time.Millisecond), time.Time{}) // in the window
+	r := s.report(t0, time.Second)
+	m := st.merge()
+	if r.BadSignature != 2 || m.other["webhook_bad_signature"] != 1 || m.ops["webhook"].errors != 1 {
+		t.Errorf("bad signatures: %d in the webhooks section, %d in the errors, %d on the webhook row; want 2, 1, 1",
+			r.BadSignature, m.other["webhook_bad_signature"], m.ops["webhook"].errors)
+	}
+}
