@@ -680,3 +680,21 @@ func TestWebhookBadSignatureInTheWarmupIsNotAnError(t *testing.T) {
 			r.BadSignature, m.other["webhook_bad_signature"], m.ops["webhook"].errors)
 	}
 }
+
+// TestTimelineSecondsGoByWhenOperationsEnded: a cut of the timeline that
+// comes late (its timer on a busy machine) took what ended after its
+// second into it; the README says each goes by the second it ended in.
+func TestTimelineSecondsGoByWhenOperationsEnded(t *testing.T) {
+	st := newStats(2)
+	t0 := time.Now().Add(-1100 * time.Millisecond)
+	st.setWindow(t0, t0.Add(2*time.Second))
+	st.shards[0].okAt("charge", time.Millisecond, t0.Add(500*time.Millisecond))
+	st.shards[1].okAt("charge", time.Millisecond, t0.Add(1050*time.Millisecond)) // in second 1, before the late cut
+	st.shards[1].failKind("charge", "timeout")                                   // now: in second 1
+	sec0 := st.cut(0)
+	st.shards[0].okAt("charge", time.Millisecond, t0.Add(1500*time.Millisecond))
+	sec1 := st.cut(1)
+	if sec0["charge"].Count != 1 || sec0["charge"].Errors != 0 || sec1["charge"].Count != 2 || sec1["charge"].Errors != 1 {
+		t.Errorf("second 0 %+v, second 1 %+v: want 1 charge, then 2 and the error", sec0["charge"], sec1["charge"])
+	}
+}

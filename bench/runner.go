@@ -323,7 +323,7 @@ func (r *run) startTimeline() func(cutShort bool) {
 				return
 			case <-timer.C:
 			}
-			sec := Second{T: n, Ops: r.stats.cut()}
+			sec := Second{T: n, Ops: r.stats.cut(n)}
 			if span := to.Sub(from); span < time.Second {
 				sec.Span = span.Seconds()
 			}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,10 @@ type stats struct {
 	// notifications may still be recorded: hence atomic (Unix nanoseconds).
 	start time.Time
 	end   atomic.Int64
+	// second is the second of the window the timeline cuts next: what
+	// ends in a later one waits in the shards' ahead until its own cut,
+	// however late this one's timer fires.
+	second atomic.Int64
 }
 
 // live are the counters the progress line reads while the run goes on.
@@ -85,6 +90,7 @@ func (s *stats) newShard(measured bool) *shard {
 		measured: measured,
 		ops:      map[string]*opStats{},
 		interval: map[string]*opStats{},
+		ahead:    map[int]map[string]*opStats{},
 		after:    map[string]*opStats{},
 		byStatus: map[string]int64{},
 		byCode:   map[string]int64{},
@@ -121,11 +127,12 @@ type shard struct {
 	stats    *stats
 	measured bool
 	ops      map[string]*opStats
-	interval map[string]*opStats // ended in the window since the timeline's last cut
-	after    map[string]*opStats // ended after the window (the timeline's last entry)
-	byStatus map[string]int64    // HTTP status of failed answers
-	byCode   map[string]int64    // error.code of failed answers
-	other    map[string]int64    // failures that are not an HTTP error answer
+	interval map[string]*opStats         // ended in the window since the timeline's last cut
+	ahead    map[int]map[string]*opStats // ended in a second after the one cut next, by second
+	after    map[string]*opStats         // ended after the window (the timeline's last entry)
+	byStatus map[string]int64            // HTTP status of failed answers
+	byCode   map[string]int64            // error.code of failed answers
+	other    map[string]int64            // failures that are not an HTTP error answer
 }
 
 // measures reports whether s records the window's iterations.
@@ -161,12 +168,19 @@ func foldInto(dst map[string]*opStats, name string, o *opStats, newHist func() *
 func (s *shard) op(name string) *opStats { return opIn(s.ops, name, newHistogram) }
 
 // timelineOp returns name's stats for the timeline entry of an operation
-// that ends at t: the current interval, or the entry after the window. It
-// goes by the time the operation ended, not by when the timeline is next
-// cut, which may come a little late (a timer on a busy machine).
+// that ends at t: the current interval, a later second's, or the entry
+// after the window. It goes by the time the operation ended, not by when
+// the timeline is next cut, which may come a little late (a timer on a
+// busy machine).
 func (s *shard) timelineOp(name string, t time.Time) *opStats {
 	if t.UnixNano() >= s.stats.end.Load() {
 		return opIn(s.after, name, newIntervalHistogram)
+	}
+	if n := int(t.Sub(s.stats.start) / time.Second); int64(n) > s.stats.second.Load() {
+		if s.ahead[n] == nil {
+			s.ahead[n] = map[string]*opStats{}
+		}
+		return opIn(s.ahead[n], name, newIntervalHistogram)
 	}
 	return opIn(s.interval, name, newIntervalHistogram)
 }
@@ -276,13 +290,36 @@ func (s *stats) merge() merged {
 	return m
 }
 
-// cut folds every shard's interval into one summary per operation (the
-// operations that ended since the last cut) and starts new intervals.
-func (s *stats) cut() map[string]SecondOp { return summarize(s.cutIntervals()) }
+// cut folds into one summary per operation what ended in second n of the
+// window (and what ended earlier but was recorded after its own cut), and
+// starts new intervals: what ended in a later second waits for its cut.
+func (s *stats) cut(n int) map[string]SecondOp {
+	sum := s.foldThrough(n)
+	s.second.Store(int64(n + 1))
+	return summarize(sum)
+}
 
-// cutIntervals folds the intervals, as cut does, without summarising them.
-func (s *stats) cutIntervals() map[string]*opStats {
-	return s.fold(func(sh *shard) map[string]*opStats { return sh.interval })
+// cutIntervals folds what ended in the window and no cut has taken,
+// without summarising it.
+func (s *stats) cutIntervals() map[string]*opStats { return s.foldThrough(math.MaxInt) }
+
+// foldThrough folds and resets every shard's interval and takes its
+// seconds ahead up to second n.
+func (s *stats) foldThrough(n int) map[string]*opStats {
+	sum := s.fold(func(sh *shard) map[string]*opStats { return sh.interval })
+	for _, sh := range s.shards {
+		sh.mu.Lock()
+		for k, ops := range sh.ahead {
+			if k <= n {
+				for name, o := range ops {
+					foldInto(sum, name, o, newIntervalHistogram)
+				}
+				delete(sh.ahead, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return sum
 }
 
 // cutAfter folds what ended after the window, as cut does the intervals.
