@@ -94,17 +94,25 @@ func hasWorkload(rs []Report, w string) bool {
 }
 
 // runsByOp groups every run's figures by workload and operation, keys in
-// the order they first appear.
+// the order they first appear. A run of the workload that lacks the
+// operation did nothing of it: it counts as a run with none (a rate of 0).
 func runsByOp(rs []Report) (map[[2]string][]OpReport, [][2]string) {
 	m := map[[2]string][]OpReport{}
 	var order [][2]string
+	runs := map[string]int{}
 	for _, r := range rs {
+		runs[r.Workload]++
 		for _, op := range r.sortedOps() {
 			k := [2]string{r.Workload, op}
 			if _, ok := m[k]; !ok {
 				order = append(order, k)
 			}
 			m[k] = append(m[k], r.Ops[op])
+		}
+	}
+	for k := range m {
+		for len(m[k]) < runs[k[0]] {
+			m[k] = append(m[k], OpReport{})
 		}
 	}
 	return m, order

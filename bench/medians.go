@@ -37,14 +37,21 @@ func WriteMedians(w io.Writer, reps []*Report) {
 	}
 	fmt.Fprintf(w, "median of %d runs\n", len(reps))
 	fmt.Fprintf(w, "%-20s %10s %9s %9s %9s %9s %9s  %s\n", "op", "ops/s", "p50", "p90", "p99", "p99.9", "max", "ops/s of each run")
-	for _, name := range reps[0].sortedOps() {
+	// Every run's operations: one a run lacks did nothing in it, a rate of
+	// 0 that its median counts (and no latency, which medianOp leaves out).
+	all := &Report{Ops: map[string]OpReport{}}
+	for _, r := range reps {
+		for name := range r.Ops {
+			all.Ops[name] = OpReport{}
+		}
+	}
+	for _, name := range all.sortedOps() {
 		var runs []OpReport
 		var each []string
 		for _, r := range reps {
-			if o, ok := r.Ops[name]; ok {
-				runs = append(runs, o)
-				each = append(each, fmt.Sprintf("%.1f", o.Throughput))
-			}
+			o := r.Ops[name]
+			runs = append(runs, o)
+			each = append(each, fmt.Sprintf("%.1f", o.Throughput))
 		}
 		m := medianOp(runs)
 		fmt.Fprintf(w, "%-20s %10.1f %9s %9s %9s %9s %9s  %s\n", name, m.Throughput,

@@ -145,3 +145,34 @@ func TestMedianLeavesOutRunsWithoutLatency(t *testing.T) {
 		t.Errorf("medians do not give the p99 of the run that had one:\n%s", out.String())
 	}
 }
+
+// TestMediansCountRunsWithoutTheOperation: an operation missing from a run
+// (a lifecycle whose every settle failed before the refund) did nothing
+// there. WriteMedians went by the first run's operations and left out one
+// it lacked; it and compare took the median rate of the runs that had it
+// (400/s over three runs where one did none, instead of 300/s).
+func TestMediansCountRunsWithoutTheOperation(t *testing.T) {
+	run := func(refunds float64) *Report {
+		r := &Report{Workload: WorkloadLifecycle, Loop: "closed", Ops: map[string]OpReport{"lifecycle.settle": {Count: 10, Throughput: 500, P99US: 1000}}}
+		if refunds > 0 {
+			r.Ops["lifecycle.refund"] = OpReport{Count: 10, Throughput: refunds, P99US: 2000}
+		}
+		return r
+	}
+	reps := []*Report{run(0), run(300), run(500)}
+	var out bytes.Buffer
+	WriteMedians(&out, reps)
+	if !strings.Contains(out.String(), "0.0 / 300.0 / 500.0") {
+		t.Errorf("the refund's median is not over the three runs:\n%s", out.String())
+	}
+	var b []Report
+	for _, r := range reps {
+		b = append(b, *r)
+	}
+	rows, _ := Compare(b, b)
+	for _, r := range rows {
+		if r.OpB == "lifecycle.refund" && (r.B.Throughput != 300 || r.B.P99US != 2000) {
+			t.Errorf("compare's refund row %+v: want the median rate of 0, 300 and 500", r)
+		}
+	}
+}
