@@ -254,9 +254,9 @@ func TestNoNodeProfilesWithoutDirOrPprof(t *testing.T) {
 	}
 }
 
-// A run ended by --requests is measured over the load, not over the node
-// profiles it waits for, which span the whole --duration.
-func TestRequestsWindowIgnoresTheProfilesWait(t *testing.T) {
+// slowPprofServer serves the test profiles after the seconds asked for, as
+// a node's pprof endpoint does.
+func slowPprofServer(t *testing.T) *httptest.Server {
 	cpu, _ := cpuProfile().encoded(t)
 	allocs, _ := allocProfile().encoded(t)
 	pprof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -268,7 +268,14 @@ func TestRequestsWindowIgnoresTheProfilesWait(t *testing.T) {
 			w.Write(allocs)
 		}
 	}))
-	defer pprof.Close()
+	t.Cleanup(pprof.Close)
+	return pprof
+}
+
+// A run ended by --requests is measured over the load, not over the node
+// profiles it waits for, which span the whole --duration.
+func TestRequestsWindowIgnoresTheProfilesWait(t *testing.T) {
+	pprof := slowPprofServer(t)
 	g, m := startFake(t)
 	cfg := baseConfig(g, m, WorkloadCharge)
 	cfg.Duration, cfg.Requests, cfg.ProfileDir = 3*time.Second, 50, t.TempDir()
@@ -288,18 +295,7 @@ func TestRequestsWindowIgnoresTheProfilesWait(t *testing.T) {
 // the whole window's (~1.4 s of requests over 1 s of allocation, 30 % too
 // few bytes per request); they are read when the profiles end.
 func TestNodeProfileRequestsAreThoseOfItsSpan(t *testing.T) {
-	cpu, _ := cpuProfile().encoded(t)
-	allocs, _ := allocProfile().encoded(t)
-	pprof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secs, _ := strconv.Atoi(r.URL.Query().Get("seconds"))
-		time.Sleep(time.Duration(secs) * time.Second) // as a real profile does
-		if r.URL.Path == "/debug/pprof/profile" {
-			w.Write(cpu)
-		} else {
-			w.Write(allocs)
-		}
-	}))
-	defer pprof.Close()
+	pprof := slowPprofServer(t)
 	g, m := startFake(t)
 	cfg := baseConfig(g, m, WorkloadCharge)
 	cfg.Duration, cfg.ProfileDir = 1400*time.Millisecond, t.TempDir()
