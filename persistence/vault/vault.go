@@ -114,13 +114,12 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 // what its three allocations took.)
 const boundAADRoom = 88
 
-// boundAAD is the AAD given to both GCM operations: the blob header followed
-// by the caller's AAD. Binding the header means the version and key id cannot
-// be altered either.
-func boundAAD(header, aad []byte) []byte {
-	b := make([]byte, 0, len(header)+len(aad))
-	b = append(b, header...)
-	return append(b, aad...)
+// appendBoundAAD appends the AAD given to both GCM operations to dst: the
+// blob header followed by the caller's AAD. Binding the header means the
+// version and key id cannot be altered either.
+func appendBoundAAD(dst, header, aad []byte) []byte {
+	dst = append(dst, header...)
+	return append(dst, aad...)
 }
 
 // Seal encrypts plaintext bound to aad and returns a self-describing blob.
@@ -152,7 +151,7 @@ func (v *Vault) Seal(plaintext, aad []byte) ([]byte, error) {
 		return nil, fmt.Errorf("vault: random nonce: %w", err)
 	}
 	wrapNonce, dataNonce := nonces[:nonceSize], nonces[nonceSize:]
-	bound := append(append(scratch.bound[:0], header[:]...), aad...) // as boundAAD
+	bound := appendBoundAAD(scratch.bound[:0], header[:], aad)
 
 	blob := make([]byte, 0, offData+len(plaintext)+tagSize)
 	blob = append(blob, header[:]...)
@@ -172,7 +171,7 @@ func (v *Vault) Open(blob, aad []byte) ([]byte, error) {
 	if !bytes.Equal(blob[1:headerSize], v.keyID[:]) {
 		return nil, ErrUnknownKey
 	}
-	bound := boundAAD(blob[:headerSize], aad)
+	bound := appendBoundAAD(make([]byte, 0, headerSize+len(aad)), blob[:headerSize], aad)
 
 	dataKey, err := v.kek.Open(nil, blob[offWrapNon:offWrapped], blob[offWrapped:offDataNon], bound)
 	if err != nil {
