@@ -39,13 +39,17 @@ func WriteMedians(w io.Writer, reps []*Report) {
 	fmt.Fprintf(w, "%-20s %10s %9s %9s %9s %9s %9s  %s\n", "op", "ops/s", "p50", "p90", "p99", "p99.9", "max", "ops/s of each run")
 	// Every run's operations: one a run lacks did nothing in it, a rate of
 	// 0 that its median counts (and no latency, which medianOp leaves out).
-	all := &Report{Ops: map[string]OpReport{}}
+	seen := map[string]bool{}
+	var names []string
 	for _, r := range reps {
 		for name := range r.Ops {
-			all.Ops[name] = OpReport{}
+			if !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
 		}
 	}
-	for _, name := range all.sortedOps() {
+	for _, name := range sortOps(names) {
 		var runs []OpReport
 		var each []string
 		for _, r := range reps {

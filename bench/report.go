@@ -272,6 +272,11 @@ func (r *Report) sortedOps() []string {
 	for n := range r.Ops {
 		names = append(names, n)
 	}
+	return sortOps(names)
+}
+
+// sortOps sorts operation names as sortedOps does, in place.
+func sortOps(names []string) []string {
 	sort.Slice(names, func(i, j int) bool {
 		pi, pj := opRank(names[i]), opRank(names[j])
 		if pi != pj {
