@@ -55,6 +55,9 @@ type Config struct {
 	WALSegmentBytes   int           // raft-wal segment size; 0 = 64 MiB
 }
 
+// DefaultAcquirerTimeout bounds one acquirer answer (contract section 12).
+const DefaultAcquirerTimeout = 10 * time.Second
+
 // DevAdminToken is the admin token --dev sets when none is given.
 const DevAdminToken = "dev-admin-token"
 
@@ -81,7 +84,7 @@ func Defaults() Config {
 		// (docs/webhooks.md, "How long they are kept").
 		WebhookRetention: 30 * 24 * time.Hour,
 		SettleDelayUnit:  time.Hour,
-		AcquirerTimeout:  10 * time.Second,
+		AcquirerTimeout:  DefaultAcquirerTimeout,
 		TokenTTL:         365 * 24 * time.Hour,
 		// A snapshot at full disk speed stalls the raft log's fsyncs and
 		// Pebble's flushes; at 32 MiB/s a million orders (1.4 GB) take 45 s
@@ -189,8 +192,11 @@ func (c *Config) checkNotNegative() error {
 
 // checkAcquirer checks the acquirer link's flags (contract section 12).
 func (c *Config) checkAcquirer() error {
-	if c.AcquirerTimeout <= 0 {
+	if c.AcquirerTimeout < 0 {
 		return errors.New("--acquirer-timeout must be positive: it bounds one acquirer answer")
+	}
+	if c.AcquirerTimeout == 0 {
+		c.AcquirerTimeout = DefaultAcquirerTimeout
 	}
 	if c.AcquirerAddr == "" {
 		return nil

@@ -44,7 +44,7 @@ type Node struct {
 	// the sandbox host run in-process without --acquirer-addr (nil with it).
 	acquirerLink *link.Client
 	acquirerHost *host.Host
-	webhooks  *actors.Webhooks
+	webhooks     *actors.Webhooks
 	// hookClient delivers notifications; its idle connections to
 	// merchants' servers are closed on shutdown.
 	hookClient *webhook.Client
