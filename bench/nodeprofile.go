@@ -81,7 +81,7 @@ var layerRules = []layerRule{
 	{"Raft", []string{"github.com/hashicorp/raft.", gw + "cluster."}},
 	{"webhook delivery", []string{gw + "actors.(*deliveryActor)", gw + "actors.(*Webhooks)",
 		gw + "actors.(*webhookSupervisor)", gw + "actors.(*endpointActor)", gw + "transport/webhook."}},
-	{"acquirer", []string{gw + "transport/acquirer."}},
+	{"acquirer", []string{gw + "transport/acquirer"}}, // the link, the codec and an in-process host
 	{"card vault", []string{gw + "persistence/vault."}},
 	{"order actors", []string{gw + "actors.", "github.com/asynkron/protoactor-go"}},
 	{"store reads", []string{gw + "persistence.", pebble}},
