@@ -23,6 +23,7 @@
 package host
 
 import (
+	"bufio"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -274,13 +275,15 @@ func (h *Host) serveConn(c net.Conn) {
 		h.mu.Unlock()
 		c.Close()
 	}()
-	w := &connWriter{c: c}
+	w := iso8583.NewFrameWriter(c)
+	r := bufio.NewReaderSize(c, 16<<10) // several frames per read under load
 	var buf []byte
 	for {
-		b, err := iso8583.ReadFrame(c, buf)
+		b, err := iso8583.ReadFrame(r, buf)
 		if err != nil {
 			return
 		}
+		buf = b // Unpack copies: the next frame may reuse it
 		req, err := iso8583.Unpack(b)
 		if err != nil {
 			// Not a message: nothing to answer to (no STAN to match). The
@@ -292,25 +295,7 @@ func (h *Host) serveConn(c net.Conn) {
 	}
 }
 
-// connWriter serialises frames onto one connection.
-type connWriter struct {
-	mu  sync.Mutex
-	c   net.Conn
-	buf []byte
-}
-
-func (w *connWriter) send(m *iso8583.Message) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var err error
-	if w.buf, err = m.AppendFrame(w.buf[:0]); err != nil {
-		return err
-	}
-	_, err = w.c.Write(w.buf)
-	return err
-}
-
-func (h *Host) answer(w *connWriter, req *iso8583.Message) {
+func (h *Host) answer(w *iso8583.FrameWriter, req *iso8583.Message) {
 	resp := h.handle(req)
 	if resp == nil {
 		return
@@ -322,11 +307,11 @@ func (h *Host) answer(w *connWriter, req *iso8583.Message) {
 	if f.Down || f.DropAnswers > 0 && rand.Float64() < f.DropAnswers {
 		return
 	}
-	if err := w.send(resp); err != nil {
+	if err := w.Send(resp); err != nil {
 		h.cfg.Logger.Warn("acquirer host: answer not sent", "mti", resp.MTI, "error", err)
 		return
 	}
 	if f.DuplicateAnswers > 0 && rand.Float64() < f.DuplicateAnswers {
-		w.send(resp)
+		w.Send(resp)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math/bits"
 	"strconv"
 )
@@ -14,7 +13,11 @@ import (
 type Message struct {
 	MTI     string
 	present [2]uint64 // bit n-1 of the 128: field n is set
-	values  [MaxField + 1]string
+	// at[n] is 1 + the index of field n's value in values: a message is
+	// ~20 fields of 128, and a fixed array of 129 strings (2 KB) cost
+	// more to clear and collect than the rest of the message.
+	at     [MaxField + 1]uint8
+	values []string
 }
 
 // New returns a message of the given MTI.
@@ -27,9 +30,22 @@ func (m *Message) Set(n int, v string) *Message {
 	if n < 2 || n > MaxField {
 		panic(fmt.Sprintf("iso8583: field %d does not exist", n))
 	}
-	m.values[n] = v
-	m.present[(n-1)/64] |= 1 << (63 - uint(n-1)%64)
+	m.put(n, v)
 	return m
+}
+
+// put stores v as field n.
+func (m *Message) put(n int, v string) {
+	m.present[(n-1)/64] |= 1 << (63 - uint(n-1)%64)
+	if i := m.at[n]; i != 0 {
+		m.values[i-1] = v
+		return
+	}
+	if m.values == nil {
+		m.values = make([]string, 0, 20)
+	}
+	m.values = append(m.values, v)
+	m.at[n] = uint8(len(m.values))
 }
 
 // SetNumber sets the numeric fixed-length field n to v, zero-padded to the
@@ -50,11 +66,16 @@ func (m *Message) Get(n int) (string, bool) {
 	if !m.Has(n) {
 		return "", false
 	}
-	return m.values[n], true
+	return m.values[m.at[n]-1], true
 }
 
 // Value returns field n, or "" when it is not set.
-func (m *Message) Value(n int) string { return m.values[n] }
+func (m *Message) Value(n int) string {
+	if !m.Has(n) {
+		return ""
+	}
+	return m.values[m.at[n]-1]
+}
 
 // Has reports whether field n is set.
 func (m *Message) Has(n int) bool {
@@ -65,7 +86,7 @@ func (m *Message) Has(n int) bool {
 func (m *Message) Unset(n int) {
 	if m.Has(n) {
 		m.present[(n-1)/64] &^= 1 << (63 - uint(n-1)%64)
-		m.values[n] = ""
+		m.values[m.at[n]-1] = "" // the slot stays; a later Set of n reuses it
 	}
 }
 
@@ -165,7 +186,7 @@ func (m *Message) AppendPack(dst []byte) ([]byte, error) {
 			if n == 1 {
 				continue
 			}
-			v := m.values[n]
+			v := m.values[m.at[n]-1]
 			if err := checkValue(n, v); err != nil {
 				return dst, err
 			}
@@ -199,25 +220,26 @@ func (m *Message) Unpack(b []byte) error {
 	if len(b) < 4+8 {
 		return fmt.Errorf("iso8583: message of %d bytes is shorter than an MTI and a bitmap", len(b))
 	}
-	m.MTI = string(b[:4])
+	str := string(b) // one copy; the fields are substrings of it
+	m.MTI = str[:4]
 	if err := checkMTI(m.MTI); err != nil {
 		return err
 	}
-	m.present[0] = binary.BigEndian.Uint64(b[4:12])
+	present := [2]uint64{binary.BigEndian.Uint64(b[4:12])}
 	off := 12
-	if m.present[0]&(1<<63) != 0 {
+	if present[0]&(1<<63) != 0 {
 		if len(b) < off+8 {
 			return errors.New("iso8583: bit 1 announces a secondary bitmap the message does not hold")
 		}
-		m.present[1] = binary.BigEndian.Uint64(b[off : off+8])
+		present[1] = binary.BigEndian.Uint64(b[off : off+8])
 		off += 8
-		if m.present[1] == 0 {
+		if present[1] == 0 {
 			return errors.New("iso8583: secondary bitmap announced but empty")
 		}
 	}
-	m.present[0] &^= 1 << 63
-	for w := range m.present {
-		for bm := m.present[w]; bm != 0; {
+	present[0] &^= 1 << 63
+	for w := range present {
+		for bm := present[w]; bm != 0; {
 			i := bits.LeadingZeros64(bm)
 			bm &^= 1 << (63 - uint(i))
 			n := w*64 + i + 1
@@ -246,11 +268,11 @@ func (m *Message) Unpack(b []byte) error {
 			if len(b) < off+size {
 				return &FieldError{n, fmt.Sprintf("message ends inside the value (%d bytes announced, %d left)", size, len(b)-off)}
 			}
-			v := string(b[off : off+size])
+			v := str[off : off+size]
 			if err := checkValue(n, v); err != nil {
 				return err
 			}
-			m.values[n] = v
+			m.put(n, v)
 			off += size
 		}
 	}
@@ -258,45 +280,4 @@ func (m *Message) Unpack(b []byte) error {
 		return fmt.Errorf("iso8583: %d bytes after the last field", len(b)-off)
 	}
 	return nil
-}
-
-// MaxFrameBytes is the longest message a 2-byte length prefix can announce.
-const MaxFrameBytes = 1<<16 - 1
-
-// AppendFrame appends the 2-byte big-endian length prefix and the packed
-// message to dst.
-func (m *Message) AppendFrame(dst []byte) ([]byte, error) {
-	start := len(dst)
-	dst = append(dst, 0, 0)
-	dst, err := m.AppendPack(dst)
-	if err != nil {
-		return dst[:start], err
-	}
-	size := len(dst) - start - 2
-	if size > MaxFrameBytes {
-		return dst[:start], fmt.Errorf("iso8583: message of %d bytes is longer than a length prefix can say", size)
-	}
-	binary.BigEndian.PutUint16(dst[start:], uint16(size))
-	return dst, nil
-}
-
-// ReadFrame reads one length-prefixed message from r into buf (grown as
-// needed) and returns its bytes, without the prefix.
-func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
-	var prefix [2]byte
-	if _, err := io.ReadFull(r, prefix[:]); err != nil {
-		return nil, err
-	}
-	size := int(binary.BigEndian.Uint16(prefix[:]))
-	if cap(buf) < size {
-		buf = make([]byte, size)
-	}
-	buf = buf[:size]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return buf, nil
 }

@@ -1,12 +1,16 @@
 package iso8583
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // Known answers. There is no published byte string for exactly this
@@ -98,6 +102,7 @@ func TestPublishedBitmap(t *testing.T) {
 	for i := range 8 {
 		m.present[0] |= uint64(raw[i]) << (56 - 8*i)
 	}
+	// (Fields reads the bitmap only.)
 	if got, want := m.Fields(), []int{2, 7, 12, 28, 32, 39, 41, 42, 50, 53, 62}; !slices.Equal(got, want) {
 		t.Fatalf("fields %v, want %v", got, want)
 	}
@@ -241,4 +246,58 @@ func FuzzUnpack(f *testing.F) {
 			t.Fatalf("dump shows the card number: %s", m.Dump())
 		}
 	})
+}
+
+func TestDateTimeFields(t *testing.T) {
+	tm := time.Date(2026, 3, 7, 9, 5, 4, 0, time.UTC)
+	if TransmissionTime(tm) != tm.Format("0102150405") || LocalTime(tm) != "090504" || LocalDate(tm) != "0307" {
+		t.Fatalf("%s %s %s", TransmissionTime(tm), LocalTime(tm), LocalDate(tm))
+	}
+}
+
+// Frames sent at once from many goroutines arrive whole, each once.
+func TestFrameWriterConcurrent(t *testing.T) {
+	r, w := io.Pipe()
+	fw := NewFrameWriter(w)
+	got := make(chan string, 500)
+	go func() {
+		br := bufio.NewReader(r)
+		for {
+			b, err := ReadFrame(br, nil)
+			if err != nil {
+				close(got)
+				return
+			}
+			m, err := Unpack(b)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- m.Value(FieldSTAN)
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range 500 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fw.Send(New("0800").SetNumber(FieldSTAN, int64(i+1)).Set(FieldTransmissionTime, "1128013000").Set(70, "301")); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	w.Close()
+	seen := map[string]bool{}
+	for s := range got {
+		if seen[s] {
+			t.Fatalf("STAN %s twice", s)
+		}
+		seen[s] = true
+	}
+	if len(seen) != 500 {
+		t.Fatalf("%d frames of 500", len(seen))
+	}
+	if err := fw.Send(New("0800").SetNumber(FieldSTAN, 1).Set(FieldTransmissionTime, "1128013000").Set(70, "301")); err == nil {
+		t.Fatal("a send on a closed pipe succeeded")
+	}
 }

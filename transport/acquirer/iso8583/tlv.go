@@ -93,7 +93,7 @@ func (m *Message) Dump() string {
 	var b strings.Builder
 	b.WriteString(m.MTI)
 	for _, n := range m.Fields() {
-		v := m.values[n]
+		v := m.Value(n)
 		switch {
 		case n == FieldPAN:
 			v = maskPAN(v)

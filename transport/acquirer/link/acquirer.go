@@ -124,8 +124,9 @@ func (a *Acquirer) message(req acquirer.AuthRequest) (*iso8583.Message, error) {
 	now := a.client.cfg.Now().UTC()
 	m := iso8583.New(mti)
 	m.Set(iso8583.FieldPAN, req.PAN).Set(iso8583.FieldProcessingCode, "000000").SetNumber(iso8583.FieldAmount, req.Amount)
-	m.Set(iso8583.FieldTransmissionTime, now.Format("0102150405"))
-	m.Set(iso8583.FieldLocalTime, now.Format("150405")).Set(iso8583.FieldLocalDate, now.Format("0102"))
+	sent := iso8583.TransmissionTime(now)
+	m.Set(iso8583.FieldTransmissionTime, sent)
+	m.Set(iso8583.FieldLocalTime, sent[4:]).Set(iso8583.FieldLocalDate, sent[:4])
 	if yymm, ok := expiry(req.ExpMonth, req.ExpYear); ok {
 		m.Set(iso8583.FieldExpiry, yymm) // without it the issuer reads the card as expired
 	}

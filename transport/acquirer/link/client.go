@@ -17,6 +17,7 @@
 package link
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -60,8 +61,7 @@ type Client struct {
 	pending map[string]*call
 	stan    uint32
 
-	writeMu  sync.Mutex
-	writeBuf []byte
+	writer *iso8583.FrameWriter // of conn
 
 	lastTraffic atomic.Int64 // Unix ns of the last frame either way
 	closed      chan struct{}
@@ -134,7 +134,11 @@ func (c *Client) NextSTAN() string {
 func (c *Client) nextSTANLocked() string {
 	for {
 		c.stan = c.stan%999_999 + 1
-		s := fmt.Sprintf("%06d", c.stan)
+		var b [6]byte
+		for i, v := 5, c.stan; i >= 0; i, v = i-1, v/10 {
+			b[i] = byte('0' + v%10)
+		}
+		s := string(b[:])
 		if c.pending[s] == nil {
 			return s
 		}
@@ -153,13 +157,14 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	if !req.Has(iso8583.FieldTransmissionTime) {
-		req.Set(iso8583.FieldTransmissionTime, c.cfg.Now().UTC().Format("0102150405"))
+		req.Set(iso8583.FieldTransmissionTime, iso8583.TransmissionTime(c.cfg.Now().UTC()))
 	}
 	cl := &call{mti: req.MTI, answer: make(chan *iso8583.Message, 1)}
 	var conn net.Conn
+	var writer *iso8583.FrameWriter
 	for {
 		c.mu.Lock()
-		conn = c.conn
+		conn, writer = c.conn, c.writer
 		up := c.up
 		if conn != nil {
 			stan := req.Value(iso8583.FieldSTAN)
@@ -189,7 +194,7 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 		}
 		c.mu.Unlock()
 	}()
-	if err := c.write(conn, req); err != nil {
+	if err := c.write(writer, req); err != nil {
 		var fe *iso8583.FieldError
 		if errors.As(err, &fe) || errors.Is(err, iso8583.ErrMTI) {
 			return nil, err // the request itself is wrong: repeating will not help
@@ -227,19 +232,24 @@ func (c *Client) countTimeout(mti string, ctx context.Context) {
 	}
 }
 
-func (c *Client) write(conn net.Conn, m *iso8583.Message) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	var err error
-	if c.writeBuf, err = m.AppendFrame(c.writeBuf[:0]); err != nil {
-		return err
-	}
-	conn.SetWriteDeadline(time.Now().Add(c.cfg.Timeout))
-	if _, err = conn.Write(c.writeBuf); err != nil {
+func (c *Client) write(w *iso8583.FrameWriter, m *iso8583.Message) error {
+	if err := w.Send(m); err != nil {
 		return err
 	}
 	c.lastTraffic.Store(time.Now().UnixNano())
 	return nil
+}
+
+// deadlineWriter bounds every write to the connection: a host that stops
+// reading fails the write (and the connection) instead of blocking it.
+type deadlineWriter struct {
+	conn    net.Conn
+	timeout time.Duration
+}
+
+func (w deadlineWriter) Write(b []byte) (int, error) {
+	w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+	return w.conn.Write(b)
 }
 
 // loop keeps a connection up until Close: dial with backoff, read answers
@@ -301,6 +311,7 @@ func (c *Client) setConn(conn net.Conn) {
 	default:
 	}
 	c.conn = conn
+	c.writer = iso8583.NewFrameWriter(deadlineWriter{conn, c.cfg.Timeout})
 	close(c.up)
 	c.lastTraffic.Store(time.Now().UnixNano())
 	connectionsUp.Add(1)
@@ -315,7 +326,7 @@ func (c *Client) dropConn(conn net.Conn) {
 	if c.conn != conn {
 		return
 	}
-	c.conn = nil
+	c.conn, c.writer = nil, nil
 	c.up = make(chan struct{})
 	connectionsUp.Add(-1)
 	for stan, cl := range c.pending {
@@ -327,12 +338,14 @@ func (c *Client) dropConn(conn net.Conn) {
 
 // read delivers each answer to the request waiting for its STAN.
 func (c *Client) read(conn net.Conn) {
+	r := bufio.NewReaderSize(conn, 16<<10) // several answers per read under load
 	var buf []byte
 	for {
-		b, err := iso8583.ReadFrame(conn, buf)
+		b, err := iso8583.ReadFrame(r, buf)
 		if err != nil {
 			return
 		}
+		buf = b // Unpack copies: the next frame may reuse it
 		c.lastTraffic.Store(time.Now().UnixNano())
 		m, err := iso8583.Unpack(b)
 		if err != nil {
