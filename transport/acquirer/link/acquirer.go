@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/paygate/gateway/transport/acquirer"
@@ -187,8 +186,20 @@ func expiry(month, year string) (string, bool) {
 	if len(month) == 1 {
 		month = "0" + month
 	}
-	if len(month) != 2 || len(year) != 4 || strings.Trim(month+year, "0123456789") != "" {
+	if len(month) != 2 || len(year) != 4 || !digits(month) || !digits(year) {
 		return "", false
 	}
-	return year[2:] + month, true
+	var b [4]byte
+	copy(b[:2], year[2:])
+	copy(b[2:], month)
+	return string(b[:]), true
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
