@@ -23,7 +23,6 @@
 package host
 
 import (
-	"bufio"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -276,20 +275,13 @@ func (h *Host) serveConn(c net.Conn) {
 		c.Close()
 	}()
 	w := iso8583.NewFrameWriter(c)
-	r := bufio.NewReaderSize(c, 16<<10) // several frames per read under load
-	var buf []byte
+	r := iso8583.NewFrameReader(c)
+	// A malformed message has nothing to answer to (no STAN to match).
+	malformed := func(err error) { h.cfg.Logger.Warn("acquirer host: malformed message", "error", err) }
 	for {
-		b, err := iso8583.ReadFrame(r, buf)
+		req, err := r.Next(malformed)
 		if err != nil {
 			return
-		}
-		buf = b // Unpack copies: the next frame may reuse it
-		req, err := iso8583.Unpack(b)
-		if err != nil {
-			// Not a message: nothing to answer to (no STAN to match). The
-			// error names a field, never its value.
-			h.cfg.Logger.Warn("acquirer host: malformed message", "error", err)
-			continue
 		}
 		go h.answer(w, req)
 	}

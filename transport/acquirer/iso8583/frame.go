@@ -1,6 +1,7 @@
 package iso8583
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -146,3 +147,33 @@ func LocalTime(t time.Time) string { return TransmissionTime(t)[4:] }
 func LocalDate(t time.Time) string { return TransmissionTime(t)[:4] }
 
 func put2(b []byte, v int) { b[0], b[1] = byte('0'+v/10), byte('0'+v%10) }
+
+// FrameReader reads length-prefixed messages from one connection, several
+// frames per read system call under load.
+type FrameReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+// NewFrameReader returns a FrameReader on r.
+func NewFrameReader(r io.Reader) *FrameReader {
+	return &FrameReader{r: bufio.NewReaderSize(r, 16<<10)}
+}
+
+// Next reads and unpacks the next message. A frame that is not a valid
+// message is skipped and reported through malformed (its error names a
+// field, never a value); an error is the connection's.
+func (fr *FrameReader) Next(malformed func(error)) (*Message, error) {
+	for {
+		b, err := ReadFrame(fr.r, fr.buf)
+		if err != nil {
+			return nil, err
+		}
+		fr.buf = b // Unpack copies: the next frame may reuse it
+		m, err := Unpack(b)
+		if err == nil {
+			return m, nil
+		}
+		malformed(err)
+	}
+}

@@ -17,7 +17,6 @@
 package link
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -179,15 +178,8 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 			break
 		}
 		c.mu.Unlock()
-		select {
-		case <-up:
-		case <-c.closed:
-			return nil, ErrClosed
-		case <-timeout.C:
-			timeouts(req.MTI).Inc()
-			return nil, ErrTimeout
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if _, _, err := await(ctx, c, timeout, req.MTI, up); err != nil {
+			return nil, err
 		}
 	}
 	stan := req.Value(iso8583.FieldSTAN)
@@ -206,20 +198,30 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 		conn.Close() // the reader sees it and the loop reconnects
 		return nil, ErrConnectionLost
 	}
+	ans, ok, err := await(ctx, c, timeout, req.MTI, cl.answer)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, ErrConnectionLost
+	}
+	roundTrip(req.MTI).UpdateDuration(start)
+	return ans, nil
+}
+
+// await receives from ch (ok false: ch was closed), unless the client
+// closes, the request's timeout fires or ctx ends first.
+func await[T any](ctx context.Context, c *Client, timeout *time.Timer, mti string, ch <-chan T) (v T, ok bool, err error) {
 	select {
-	case ans, ok := <-cl.answer:
-		if !ok {
-			return nil, ErrConnectionLost
-		}
-		roundTrip(req.MTI).UpdateDuration(start)
-		return ans, nil
+	case v, ok = <-ch:
+		return v, ok, nil
 	case <-c.closed:
-		return nil, ErrClosed
+		return v, false, ErrClosed
 	case <-timeout.C:
-		timeouts(req.MTI).Inc()
-		return nil, ErrTimeout
+		timeouts(mti).Inc()
+		return v, false, ErrTimeout
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return v, false, ctx.Err()
 	}
 }
 
@@ -329,21 +331,17 @@ func (c *Client) dropConn(conn net.Conn) {
 
 // read delivers each answer to the request waiting for its STAN.
 func (c *Client) read(conn net.Conn) {
-	r := bufio.NewReaderSize(conn, 16<<10) // several answers per read under load
-	var buf []byte
+	r := iso8583.NewFrameReader(conn)
+	malformed := func(err error) {
+		c.cfg.Logger.Warn("acquirer link: malformed answer dropped", "error", err)
+		unmatchedAnswers.Inc()
+	}
 	for {
-		b, err := iso8583.ReadFrame(r, buf)
+		m, err := r.Next(malformed)
 		if err != nil {
 			return
 		}
-		buf = b // Unpack copies: the next frame may reuse it
 		c.lastTraffic.Store(time.Now().UnixNano())
-		m, err := iso8583.Unpack(b)
-		if err != nil {
-			c.cfg.Logger.Warn("acquirer link: malformed answer dropped", "error", err)
-			unmatchedAnswers.Inc()
-			continue
-		}
 		stan := m.Value(iso8583.FieldSTAN)
 		c.mu.Lock()
 		cl := c.pending[stan]
