@@ -71,6 +71,9 @@ func Run(m *testing.M) int {
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
+	if acquirerdPath != "" {
+		os.RemoveAll(filepath.Dir(acquirerdPath))
+	}
 	return code
 }
 
