@@ -25,7 +25,8 @@ type Command struct {
 	// refund) or answers (auth_outcome).
 	TxnID string `json:"x,omitempty"`
 	// Amount is the amount of a settle or refund, and the amount a void
-	// request named (0: none; the order refuses any but its own).
+	// request named. 0 is none: a settle without one settles the whole
+	// authorised amount, a void voids it (the order refuses any but its own).
 	Amount int64  `json:"a,omitempty"`
 	ARN    string `json:"arn,omitempty"`
 	// RefundReasonCode is the optional 4-digit reason of a refund.
@@ -49,6 +50,12 @@ type Command struct {
 	ThreeDSResult *ThreeDSResultData `json:"three_ds_result,omitempty"`
 }
 
+// SettleManually is the SettleDelayHours of an order made by /auth (contract
+// section 15, "a charge that never auto-settles"): approved, it is an
+// authorisation with no automatic settle scheduled. It is negative so that
+// no settle.delay_hours a merchant can send (0 to 8760) means it.
+const SettleManually int64 = -1
+
 // CreateData is the order as accepted from a charge or wallet request.
 type CreateData struct {
 	Amount           int64         `json:"amount"`
@@ -61,6 +68,9 @@ type CreateData struct {
 	CallbackURL      string        `json:"callback_url,omitempty"`
 	SuccessURL       string        `json:"success_url,omitempty"`
 	FailURL          string        `json:"fail_url,omitempty"`
+	// SettleDelayHours: 0 makes a sale, > 0 an authorisation settled
+	// automatically after that many hours, SettleManually one that only a
+	// settle request (or a void) ends.
 	SettleDelayHours int64         `json:"settle_delay_hours"`
 	Source           PaymentSource `json:"source"`
 	// SealedCard is the vault blob of a card seen for the first time; the
