@@ -58,16 +58,16 @@ const SettleManually int64 = -1
 
 // CreateData is the order as accepted from a charge or wallet request.
 type CreateData struct {
-	Amount           int64         `json:"amount"`
-	Currency         string        `json:"currency"`
-	Description      string        `json:"description,omitempty"`
-	Descriptor       string        `json:"descriptor,omitempty"`
-	Website          string        `json:"website,omitempty"`
-	ProcessingMID    string        `json:"processing_mid"`
-	SubscriptionID   string        `json:"subscription_id,omitempty"`
-	CallbackURL      string        `json:"callback_url,omitempty"`
-	SuccessURL       string        `json:"success_url,omitempty"`
-	FailURL          string        `json:"fail_url,omitempty"`
+	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency"`
+	Description    string `json:"description,omitempty"`
+	Descriptor     string `json:"descriptor,omitempty"`
+	Website        string `json:"website,omitempty"`
+	ProcessingMID  string `json:"processing_mid"`
+	SubscriptionID string `json:"subscription_id,omitempty"`
+	CallbackURL    string `json:"callback_url,omitempty"`
+	SuccessURL     string `json:"success_url,omitempty"`
+	FailURL        string `json:"fail_url,omitempty"`
 	// SettleDelayHours: 0 makes a sale, > 0 an authorisation settled
 	// automatically after that many hours, SettleManually one that only a
 	// settle request (or a void) ends.
