@@ -50,27 +50,26 @@ type Command struct {
 	ThreeDSResult *ThreeDSResultData `json:"three_ds_result,omitempty"`
 }
 
-// SettleManually is the SettleDelayHours of an order made by /auth (contract
-// section 15, "a charge that never auto-settles"): approved, it is an
-// authorisation with no automatic settle scheduled. It is negative so that
-// no settle.delay_hours a merchant can send (0 to 8760) means it.
+// SettleManually is the CreateData.SettleDelayHours of an order made by
+// /auth (contract section 15, "a charge that never auto-settles"). 0 makes
+// a sale, > 0 an authorisation settled automatically after that many hours,
+// SettleManually one that only a settle request (or a void) ends: approval
+// schedules no automatic settle. It is negative so that no
+// settle.delay_hours a merchant can send (0 to 8760) means it.
 const SettleManually int64 = -1
 
 // CreateData is the order as accepted from a charge or wallet request.
 type CreateData struct {
-	Amount         int64  `json:"amount"`
-	Currency       string `json:"currency"`
-	Description    string `json:"description,omitempty"`
-	Descriptor     string `json:"descriptor,omitempty"`
-	Website        string `json:"website,omitempty"`
-	ProcessingMID  string `json:"processing_mid"`
-	SubscriptionID string `json:"subscription_id,omitempty"`
-	CallbackURL    string `json:"callback_url,omitempty"`
-	SuccessURL     string `json:"success_url,omitempty"`
-	FailURL        string `json:"fail_url,omitempty"`
-	// SettleDelayHours: 0 makes a sale, > 0 an authorisation settled
-	// automatically after that many hours, SettleManually one that only a
-	// settle request (or a void) ends.
+	Amount           int64         `json:"amount"`
+	Currency         string        `json:"currency"`
+	Description      string        `json:"description,omitempty"`
+	Descriptor       string        `json:"descriptor,omitempty"`
+	Website          string        `json:"website,omitempty"`
+	ProcessingMID    string        `json:"processing_mid"`
+	SubscriptionID   string        `json:"subscription_id,omitempty"`
+	CallbackURL      string        `json:"callback_url,omitempty"`
+	SuccessURL       string        `json:"success_url,omitempty"`
+	FailURL          string        `json:"fail_url,omitempty"`
 	SettleDelayHours int64         `json:"settle_delay_hours"`
 	Source           PaymentSource `json:"source"`
 	// SealedCard is the vault blob of a card seen for the first time; the
