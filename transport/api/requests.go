@@ -206,3 +206,7 @@ type RefundRequest struct {
 type StatusRequest struct {
 	OrderID *string `json:"order_id,omitempty"`
 }
+
+// ARNCodeRequest is POST /arn-code (contract section 15): {"order_id"},
+// validated as status.
+type ARNCodeRequest = StatusRequest
