@@ -87,7 +87,8 @@ func (s *Server) merchantEndpoints() map[string]endpoint {
 	eps := map[string]endpoint{
 		"charge": operation(api.ValidateCharge, (*Server).charge),
 		"settle": operation(ignoreNow(api.ValidateSettle), func(s *Server, c *call, r *api.SettleRequest) answer {
-			return s.operate(c, order.KindSettle, *r.OrderID, *r.Amount, "")
+			// 0 (no amount) settles the whole authorised amount.
+			return s.operate(c, order.KindSettle, *r.OrderID, deref(r.Amount), "")
 		}),
 		"void": operation(ignoreNow(api.ValidateVoid), func(s *Server, c *call, r *api.VoidRequest) answer {
 			// 0 (no amount) voids the full amount; the order refuses any other.
@@ -208,9 +209,10 @@ func (s *Server) charge(c *call, r *api.ChargeRequest) answer {
 // pay creates an order from a card or token payment: a charge, or one of
 // the vendor library's operations that are charges under other names
 // (vendorEndpoints). op names the operation: the same bytes posted to
-// another one are another request (a charge's body sent to auth is 409
-// 5.06 for that order_id, not the charge's order), while a charge keeps
-// the un-namespaced hash its stored orders were made with.
+// another one are another request, 409 5.06 for that order_id, not the
+// first one's order (a body with both payment_source and recurring_token
+// is a charge and a recurring payment), while a charge keeps the
+// un-namespaced hash its stored orders were made with.
 func (s *Server) pay(c *call, op string, r *api.ChargeRequest, settleDelayHours int64) answer {
 	hash := s.requestHash(c.body)
 	if op != "charge" {
