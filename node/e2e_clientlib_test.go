@@ -110,7 +110,8 @@ func TestVendorClientLibrary(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "sdk.test.js")
+	// TAP whatever the Node version's default reporter: the counts below read it.
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=tap", "sdk.test.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"GATEWAY_URL="+n.URL(),
