@@ -301,3 +301,18 @@ func TestFrameWriterConcurrent(t *testing.T) {
 		t.Fatal("a send on a closed pipe succeeded")
 	}
 }
+
+func BenchmarkPackUnpack(b *testing.B) {
+	m := authMessage()
+	b.ReportAllocs()
+	var buf []byte
+	for b.Loop() {
+		var err error
+		if buf, err = m.AppendPack(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Unpack(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -26,6 +26,10 @@ type Acquirer struct {
 
 var _ acquirer.Acquirer = (*Acquirer)(nil)
 
+// unansweredMax bounds the STANs kept for repeats: an outage must not grow
+// the node's memory with every payment that failed in it.
+const unansweredMax = 10_000
+
 // TerminalID is field 41 of the gateway's messages unless told otherwise.
 const TerminalID = "PAYGATE1"
 
@@ -59,6 +63,14 @@ func (a *Acquirer) Authorize(ctx context.Context, req acquirer.AuthRequest) (acq
 	ans, err := a.client.Do(ctx, msg)
 	a.mu.Lock()
 	if err != nil && msg.Has(iso8583.FieldSTAN) {
+		if len(a.stans) >= unansweredMax {
+			// A long outage: forget one. Its repeat takes a new STAN;
+			// the host still knows it by its RRN.
+			for ref := range a.stans {
+				delete(a.stans, ref)
+				break
+			}
+		}
 		a.stans[req.Reference] = msg.Value(iso8583.FieldSTAN)
 	} else {
 		delete(a.stans, req.Reference)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -346,4 +347,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// One authorisation through the link and the host on loopback, both in
+// this process: the cost docs/acquirer.md measures per charge.
+func BenchmarkAuthorize(b *testing.B) {
+	h, err := host.Open(host.Config{DataDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go h.Serve(ln)
+	c := Dial(Config{Addr: ln.Addr().String()})
+	defer c.Close()
+	acq := NewAcquirer(c)
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := acq.Authorize(context.Background(), req(fmt.Sprintf("bench-%d", n.Add(1)), acquirer.CardVisaApproved)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
