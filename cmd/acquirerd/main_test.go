@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,5 +139,25 @@ func TestAcquirerdProcess(t *testing.T) {
 	<-p2.exited
 	if code := p2.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM", code)
+	}
+}
+
+// The HTTP side off loopback needs a token, and with one refuses requests
+// without it.
+func TestAdminToken(t *testing.T) {
+	if code := run([]string{"--admin-addr", "0.0.0.0:0", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}); code != 2 {
+		t.Fatalf("exit %d for an open admin address without a token, want 2", code)
+	}
+	h := requireToken("s3cret", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	for header, want := range map[string]int{"": 401, "Bearer wrong": 401, "Bearer s3cret": 200} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/faults", nil)
+		if header != "" {
+			r.Header.Set("Authorization", header)
+		}
+		h.ServeHTTP(rec, r)
+		if rec.Code != want {
+			t.Errorf("Authorization %q: %d, want %d", header, rec.Code, want)
+		}
 	}
 }
