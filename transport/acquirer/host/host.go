@@ -129,7 +129,7 @@ func (h *Host) remember(r *Record) {
 	k := key(r.Kind, r.MID, r.RRN)
 	if _, ok := h.index[k]; !ok {
 		if old := h.ring[h.next]; old != "" {
-			if o := h.index[old]; o != nil {
+			if o := h.index[old]; o != nil && (o.Kind == KindAuth || o.Kind == KindSale) {
 				delete(h.byOrig, origKey(o.MID, o.STAN, o.Sent))
 			}
 			delete(h.index, old)
@@ -276,6 +276,7 @@ func (h *Host) serveConn(c net.Conn) {
 	}()
 	w := iso8583.NewFrameWriter(c)
 	r := iso8583.NewFrameReader(c)
+	inflight := make(chan struct{}, answersInFlightMax)
 	// A malformed message has nothing to answer to (no STAN to match).
 	malformed := func(err error) { h.cfg.Logger.Warn("acquirer host: malformed message", "error", err) }
 	for {
@@ -283,9 +284,17 @@ func (h *Host) serveConn(c net.Conn) {
 		if err != nil {
 			return
 		}
-		go h.answer(w, req)
+		inflight <- struct{}{} // at the bound, stop reading: the sender waits
+		go func() {
+			defer func() { <-inflight }()
+			h.answer(w, req)
+		}()
 	}
 }
+
+// answersInFlightMax bounds the requests one connection may have waiting
+// for their answers (under a latency fault, say).
+const answersInFlightMax = 10_000
 
 func (h *Host) answer(w *iso8583.FrameWriter, req *iso8583.Message) {
 	resp := h.handle(req)

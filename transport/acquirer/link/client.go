@@ -48,7 +48,14 @@ var (
 	ErrTimeout        = errors.New("acquirer link: no answer within the timeout")
 	ErrConnectionLost = errors.New("acquirer link: connection lost before the answer")
 	ErrClosed         = errors.New("acquirer link: closed")
+	// ErrOverloaded: pendingMax requests already wait for their answers.
+	ErrOverloaded = errors.New("acquirer link: too many requests waiting for answers")
 )
+
+// pendingMax bounds the requests waiting for answers on one link (STANs
+// are 6 digits, and a host that stops answering must not grow the node's
+// memory without end).
+const pendingMax = 10_000
 
 // Client is a persistent connection to one acquirer host.
 type Client struct {
@@ -167,6 +174,11 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 		c.mu.Lock()
 		conn, writer = c.conn, c.writer
 		up := c.up
+		if conn != nil && len(c.pending) >= pendingMax {
+			c.mu.Unlock()
+			overloaded.Inc()
+			return nil, ErrOverloaded
+		}
 		if conn != nil {
 			stan := req.Value(iso8583.FieldSTAN)
 			if !req.Has(iso8583.FieldSTAN) || c.pending[stan] != nil {
@@ -411,6 +423,7 @@ var (
 	connects         = metrics.NewCounter(`gateway_acquirer_connects_total`)
 	connectFailures  = metrics.NewCounter(`gateway_acquirer_connect_failures_total`)
 	unmatchedAnswers = metrics.NewCounter(`gateway_acquirer_unmatched_answers_total`)
+	overloaded       = metrics.NewCounter(`gateway_acquirer_overloaded_total`)
 )
 
 // gaugeInt is an integer gauge: links connected in this process.
