@@ -19,7 +19,6 @@ import (
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
-	"github.com/paygate/gateway/transport/apierr"
 )
 
 // memProposer applies commands straight to a real store, in order: the
@@ -254,10 +253,9 @@ func TestTokenChargeCVVReachesOnlyTheAcquirer(t *testing.T) {
 	}
 
 	proposed := rec.proposed()
-	var aerr *apierr.Error
-	if r := charge("tok-4", "7391"); !errors.As(r.Err, &aerr) || aerr.Code != apierr.CVVInvalid ||
-		len(aerr.Messages["payment_source.card_cvv"]) != 1 {
-		t.Fatalf("4-digit CVV on a Visa token: want 2.06 on payment_source.card_cvv, got %+v", r)
+	if r := charge("tok-4", "7391"); r.Err != nil || r.Reject == nil || r.Reject.Kind != order.RejectCVV ||
+		r.Reject.Attribute != "payment_source.card_cvv" {
+		t.Fatalf("4-digit CVV on a Visa token: want RejectCVV on payment_source.card_cvv, got %+v", r)
 	}
 	if rec.proposed() != proposed {
 		t.Fatal("a refused token charge proposed a command")

@@ -14,7 +14,8 @@ package acquirer
 
 import (
 	"context"
-	"github.com/paygate/gateway/transport/api"
+
+	"github.com/paygate/gateway/order/card"
 )
 
 // Decline codes (contract section 3).
@@ -156,12 +157,12 @@ type CardInfo struct {
 
 // Card brands reported in CardInfo.Brand.
 const (
-	BrandVisa       = api.BrandVisa
-	BrandMastercard = api.BrandMastercard
-	BrandAmex       = api.BrandAmex
-	BrandDiscover   = api.BrandDiscover
-	BrandJCB        = api.BrandJCB
-	BrandUnknown    = api.BrandUnknown
+	BrandVisa       = card.BrandVisa
+	BrandMastercard = card.BrandMastercard
+	BrandAmex       = card.BrandAmex
+	BrandDiscover   = card.BrandDiscover
+	BrandJCB        = card.BrandJCB
+	BrandUnknown    = card.BrandUnknown
 )
 
 // Card types reported in CardInfo.Type.
@@ -187,11 +188,12 @@ type Acquirer interface {
 }
 
 // Luhn reports whether pan is all digits, 12 to 19 long, and passes the Luhn
-// check (the length bound is the acquirer's; the checksum is the API's).
+// check (the length bound is the acquirer's; the checksum is the domain's,
+// order/card).
 func Luhn(pan string) bool {
-	return len(pan) >= 12 && len(pan) <= 19 && api.Luhn(pan)
+	return len(pan) >= 12 && len(pan) <= 19 && card.Luhn(pan)
 }
 
 // Brand returns the card brand from the number's prefix: the same ranges
-// the API validates with.
-func Brand(pan string) string { return api.CardBrand(pan) }
+// the API validates with (order/card).
+func Brand(pan string) string { return card.Brand(pan) }

@@ -1,11 +1,23 @@
-package api
+// Package card holds the rules of payment cards that the gateway's domain
+// knows without asking anyone: the brand of a number (IIN ranges), the Luhn
+// checksum, the CVV length a brand takes, the expiry date and the masked form
+// a number is shown in. They are facts about cards, not about HTTP: the API's
+// validator (transport/api), the order actors (a token charge's card, the
+// masked number in an order) and the acquirer adapters all read them here, so
+// they cannot disagree.
+//
+// Naming: the domain is order/ and its sibling fact tables beside it
+// (order/card, order/currency); business rejections are order.Rejection.
+package card
 
 import (
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
-// Card brands returned by CardBrand.
+// Card brands returned by Brand.
 const (
 	BrandVisa       = "visa"
 	BrandMastercard = "mastercard"
@@ -17,7 +29,7 @@ const (
 	BrandUnknown    = "unknown"
 )
 
-// CardBrand names the card scheme of a primary account number from its
+// Brand names the card scheme of a primary account number from its
 // leading digits (IIN ranges). It does not check length or Luhn. Anything
 // that does not start with digits of a known range is "unknown".
 //
@@ -28,7 +40,7 @@ const (
 //	jcb         3528-3589
 //	unionpay    62, 81
 //	diners      300-305, 3095, 36, 38, 39
-func CardBrand(pan string) string {
+func Brand(pan string) string {
 	p2, ok2 := prefixInt(pan, 2)
 	p3, ok3 := prefixInt(pan, 3)
 	p4, ok4 := prefixInt(pan, 4)
@@ -60,7 +72,7 @@ func IsAmex(pan string) bool {
 // IsMastercard reports whether pan is in a Mastercard range (51-55 or
 // 2221-2720), which matters for the 3-D Secure 2.x xid rule.
 func IsMastercard(pan string) bool {
-	return CardBrand(pan) == BrandMastercard
+	return Brand(pan) == BrandMastercard
 }
 
 // Luhn reports whether pan is a non-empty string of ASCII digits whose Luhn
@@ -89,11 +101,11 @@ func Luhn(pan string) bool {
 	return sum%10 == 0
 }
 
-// MaskPAN keeps the first 6 and last 4 characters of pan and replaces every
+// Mask keeps the first 6 and last 4 characters of pan and replaces every
 // character in between with '*' ("411111******1111"). A value too short to
 // keep 10 characters and still hide at least one is masked entirely, so the
 // result never reveals a whole number.
-func MaskPAN(pan string) string {
+func Mask(pan string) string {
 	if isASCII(pan) && len(pan) > 10 {
 		// A card number (digits, validated): one allocation, where the
 		// rune version below builds four strings.
@@ -138,8 +150,9 @@ func prefixInt(s string, n int) (int, bool) {
 	return v, true
 }
 
-// allDigits reports whether s is non-empty and only ASCII digits.
-func allDigits(s string) bool {
+// Digits reports whether s is non-empty and only ASCII digits, the shape of
+// a card number, a CVV and an expiry field.
+func Digits(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -149,4 +162,61 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// ExpiryYear returns the four-digit expiry year of a card_exp_year ("2030"
+// or "30" both give 2030).
+func ExpiryYear(s string) (int, bool) {
+	if !Digits(s) || (len(s) != 2 && len(s) != 4) {
+		return 0, false
+	}
+	y, _ := strconv.Atoi(s)
+	if len(s) == 2 {
+		y += 2000
+	}
+	return y, true
+}
+
+// ExpiryMonth returns the month of a card_exp_month ("03" or "3" both give
+// 3).
+func ExpiryMonth(s string) (int, bool) {
+	if !Digits(s) || len(s) > 2 {
+		return 0, false
+	}
+	m, _ := strconv.Atoi(s)
+	if m < 1 || m > 12 {
+		return 0, false
+	}
+	return m, true
+}
+
+// Expired reports whether a card valid through the end of month/year has
+// expired at now (compared in UTC).
+func Expired(month, year int, now time.Time) bool {
+	end := time.Date(year, time.Month(month)+1, 1, 0, 0, 0, 0, time.UTC)
+	return !now.UTC().Before(end)
+}
+
+// CVVProblem says what is wrong with cvv for the card number pan, or ""
+// when nothing is: 4 digits for an American-Express-type number, 3 for any
+// other known number, 3 or 4 when the number is not known (panKnown false).
+// The answer is the end of a sentence whose subject is the CVV's attribute
+// ("should have exactly 3 digits").
+func CVVProblem(cvv, pan string, panKnown bool) string {
+	digits := Digits(cvv)
+	switch {
+	case !panKnown:
+		if !digits || (len(cvv) != 3 && len(cvv) != 4) {
+			return "should have 3 or 4 digits"
+		}
+	case IsAmex(pan):
+		if !digits || len(cvv) != 4 {
+			return "should have exactly 4 digits for an American Express card"
+		}
+	default:
+		if !digits || len(cvv) != 3 {
+			return "should have exactly 3 digits"
+		}
+	}
+	return ""
 }

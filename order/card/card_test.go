@@ -1,4 +1,4 @@
-package api
+package card
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ func mustUTC(t *testing.T, s string) time.Time {
 	return tm
 }
 
-func TestCardBrand(t *testing.T) {
+func TestBrand(t *testing.T) {
 	cases := map[string]string{
 		"4111111111111111":    "visa",
 		"4000000000000002":    "visa",
@@ -46,8 +46,8 @@ func TestCardBrand(t *testing.T) {
 		"6200000000000000000": "unionpay",
 	}
 	for pan, want := range cases {
-		if got := CardBrand(pan); got != want {
-			t.Errorf("CardBrand(%q) = %q, want %q", pan, got, want)
+		if got := Brand(pan); got != want {
+			t.Errorf("Brand(%q) = %q, want %q", pan, got, want)
 		}
 	}
 }
@@ -76,7 +76,7 @@ func TestIsAmex(t *testing.T) {
 	}
 }
 
-func TestMaskPAN(t *testing.T) {
+func TestMask(t *testing.T) {
 	cases := map[string]string{
 		"4111111111111111":    "411111******1111",
 		"378282246310005":     "378282*****0005",
@@ -87,8 +87,67 @@ func TestMaskPAN(t *testing.T) {
 		"":                    "",
 	}
 	for pan, want := range cases {
-		if got := MaskPAN(pan); got != want {
-			t.Errorf("MaskPAN(%q) = %q, want %q", pan, got, want)
+		if got := Mask(pan); got != want {
+			t.Errorf("Mask(%q) = %q, want %q", pan, got, want)
+		}
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	for in, want := range map[string]int{"1": 1, "01": 1, "9": 9, "12": 12} {
+		if got, ok := ExpiryMonth(in); !ok || got != want {
+			t.Errorf("ExpiryMonth(%q) = %d, %v", in, got, ok)
+		}
+	}
+	for _, in := range []string{"", "0", "00", "13", "012", "1a", "-1", "+1"} {
+		if _, ok := ExpiryMonth(in); ok {
+			t.Errorf("ExpiryMonth(%q) accepted", in)
+		}
+	}
+	for in, want := range map[string]int{"2030": 2030, "30": 2030, "00": 2000} {
+		if got, ok := ExpiryYear(in); !ok || got != want {
+			t.Errorf("ExpiryYear(%q) = %d, %v", in, got, ok)
+		}
+	}
+	for _, in := range []string{"", "3", "203", "20300", "20a0"} {
+		if _, ok := ExpiryYear(in); ok {
+			t.Errorf("ExpiryYear(%q) accepted", in)
+		}
+	}
+	// Valid through the last instant of the month, in UTC.
+	if Expired(5, 2026, mustUTC(t, "2026-05-15T12:00:00Z")) {
+		t.Error("05/2026 expired on 2026-05-15")
+	}
+	if Expired(12, 2026, mustUTC(t, "2026-12-31T23:59:59Z")) {
+		t.Error("12/2026 expired before the end of December")
+	}
+	if !Expired(12, 2026, mustUTC(t, "2027-01-01T00:00:00Z")) {
+		t.Error("12/2026 not expired on 2027-01-01")
+	}
+	// 2027-01-01 00:30 in UTC+1 is still 2026-12-31 in UTC.
+	if Expired(12, 2026, mustUTC(t, "2027-01-01T00:30:00+01:00")) {
+		t.Error("expiry must be compared in UTC")
+	}
+}
+
+func TestCVVProblem(t *testing.T) {
+	const visa, amex = "4111111111111111", "378282246310005"
+	for _, tc := range []struct {
+		cvv, pan string
+		known    bool
+		want     string
+	}{
+		{"123", visa, true, ""},
+		{"1234", amex, true, ""},
+		{"1234", visa, true, "should have exactly 3 digits"},
+		{"12a", visa, true, "should have exactly 3 digits"},
+		{"123", amex, true, "should have exactly 4 digits for an American Express card"},
+		{"123", "", false, ""},
+		{"1234", "", false, ""},
+		{"12", "", false, "should have 3 or 4 digits"},
+	} {
+		if got := CVVProblem(tc.cvv, tc.pan, tc.known); got != tc.want {
+			t.Errorf("CVVProblem(%q, %q, %v) = %q, want %q", tc.cvv, tc.pan, tc.known, got, tc.want)
 		}
 	}
 }
