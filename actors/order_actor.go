@@ -22,6 +22,21 @@ type Proposer interface {
 	Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error)
 }
 
+// Acquirer is what order actors need of the card acquirer: the outbound
+// adapter in transport/acquirer (the sandbox; an ISO 8583 link next)
+// satisfies it. It is declared here, by its consumer, so that the actors
+// name only what they call and tests can hand them any implementation.
+type Acquirer interface {
+	// Authorize asks for an authorisation. A declined payment is a result,
+	// not an error; an error is a transport failure (or ctx ended) and is
+	// retried with the same Reference, on which the acquirer is idempotent.
+	Authorize(ctx context.Context, req acquirer.AuthRequest) (acquirer.AuthResult, error)
+	// Enrollment reports the issuer's 3-D Secure enrolment for a card.
+	Enrollment(pan string) acquirer.Enrollment
+	// CardInfo looks up brand, issuer, card type and issuer country.
+	CardInfo(pan string) acquirer.CardInfo
+}
+
 // Reader is the read side of the store the actors need.
 type Reader interface {
 	GetOrder(merchant, id string) (*order.Order, error)
@@ -40,7 +55,7 @@ var tokenInvalid = &order.Rejection{Kind: order.RejectTokenInvalid, Attribute: "
 type Deps struct {
 	Proposer Proposer
 	Store    Reader
-	Acquirer acquirer.Acquirer
+	Acquirer Acquirer
 	Vault    *vault.Vault
 	Logger   *slog.Logger
 	// Now and NewID are the leader's sources of time and identifiers; they

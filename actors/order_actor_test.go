@@ -31,6 +31,9 @@ type memProposer struct {
 	count  atomic.Int64
 }
 
+// The sandbox is an adapter the actors can call.
+var _ Acquirer = (*acquirer.Sandbox)(nil)
+
 func (p *memProposer) Propose(_ context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -54,8 +54,6 @@ type Sandbox struct {
 // referencesMax bounds the references the sandbox remembers.
 const referencesMax = 100_000
 
-var _ Acquirer = (*Sandbox)(nil)
-
 // ErrNoReference is returned for a request without a Reference: a caller bug,
 // not worth retrying.
 var ErrNoReference = errors.New("acquirer: authorisation request without a reference")
