@@ -1,12 +1,12 @@
 // Package actors holds the gateway's actors (protoactor-go): one order actor
 // per (merchant, order_id) that serialises every operation on that order
-// (order_actor.go, forms.go, the schedules in scheduler.go), and webhook
-// delivery: the dispatcher (webhook_dispatcher.go) and the endpoint and
-// delivery actors under it (webhook_endpoint.go). Its job is deciding what
-// to propose and when; it speaks to the domain (order), to storage through
-// the Reader and Proposer interfaces, and to the outbound edges through
-// interfaces it declares (Acquirer, WebhookConfig.Attempt). It knows no
-// inbound edge: what it refuses is an order.Rejection. See DESIGN.md.
+// (order_actor.go, forms.go), and the schedules that drive orders and
+// retention (scheduler.go). Its job is deciding what to propose and when; it
+// speaks to the domain (order), to storage through the Reader and Proposer
+// interfaces, and to the acquirer through the Acquirer interface it
+// declares. It knows no inbound edge (what it refuses is an
+// order.Rejection), and webhook delivery is transport/webhook's. See
+// DESIGN.md.
 package actors
 
 import (

@@ -209,6 +209,8 @@ var Forbidden = []Ban{
 			"net/http", "github.com/valyala/fasthttp"}},
 	{Pkg: "actors/...", Transitive: true, Why: "actors return domain rejections; the front end maps them",
 		Not: []string{"transport/server", "transport/api", "transport/apierr"}},
+	{Pkg: "transport/webhook/...", Transitive: true, Why: "webhook delivery answers no merchant request and runs no order",
+		Not: []string{"transport/server", "transport/api", "transport/apierr", "actors/...", "cluster/..."}},
 	{Pkg: "persistence/...", Transitive: true, Why: "storage knows neither actors nor the HTTP edge",
 		Not: []string{"actors/...", "transport/server", "transport/api", "transport/apierr", "transport/webhook"}},
 	{Pkg: "persistence/...", Why: "storage speaks no HTTP",

@@ -1,9 +1,9 @@
-package actors
+package webhook
 
 // The webhook dispatcher: the leader's view of the outbox (which
 // notifications are due, which are handed out and until when), the scans and
 // offers that feed the endpoint actors (webhook_endpoint.go), and the
-// metrics of delivery. DESIGN.md, "Webhook delivery", says why it is built
+// metrics of delivery. DESIGN.md, "Delivery", says why it is built
 // this way.
 
 import (
@@ -19,24 +19,30 @@ import (
 
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/transport/signature"
-	"github.com/paygate/gateway/transport/webhook"
 )
 
-// NotifyStore is what webhook delivery reads from the store.
-type NotifyStore interface {
+// Outbox is what webhook delivery reads from the store (persistence.Store).
+type Outbox interface {
 	DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*persistence.Notification, error)
 	NextNotificationDueAfter(t int64) (int64, error)
 	PendingNotificationCount() (int, error)
 }
 
-// WebhookConfig configures notification delivery.
-type WebhookConfig struct {
-	Store    NotifyStore
+// Proposer replicates an attempt's result (a persistence.Cmd carrying a
+// NotifyUpdate) and returns once it is applied: the Raft node in production,
+// an in-memory log in tests.
+type Proposer interface {
+	Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error)
+}
+
+// DispatcherConfig configures notification delivery.
+type DispatcherConfig struct {
+	Store    Outbox
 	Proposer Proposer
 	Logger   *slog.Logger
 	Now      func() time.Time
-	// Attempt sends one notification (webhook.Client.Deliver in production).
-	Attempt func(ctx context.Context, d webhook.Delivery) webhook.Attempt
+	// Attempt sends one notification (Client.Deliver in production).
+	Attempt func(ctx context.Context, d Delivery) Attempt
 	// Keys returns a merchant's webhook public key and its key pair
 	// prepared for signing.
 	Keys func(merchantID string) (publicKey string, key *signature.Key, ok bool)
@@ -71,7 +77,7 @@ type WebhookConfig struct {
 	EndpointIdle time.Duration
 }
 
-// Webhooks is the leader's notification delivery: a dispatcher over the
+// Dispatcher is the leader's notification delivery: a dispatcher over the
 // durable outbox and a supervised actor tree that makes the attempts.
 //
 //	supervisor ─┬─ endpoint actor (one per scheme://host:port) ─┬─ delivery actor (one per attempt)
@@ -90,8 +96,8 @@ type WebhookConfig struct {
 // does not fit waits in the outbox, and then so do that endpoint's newer
 // notifications, until a scan has handed out everything older: scans hand
 // out in due order, and an endpoint's notifications reach it in that order.
-type Webhooks struct {
-	cfg        WebhookConfig
+type Dispatcher struct {
+	cfg        DispatcherConfig
 	system     *actor.ActorSystem
 	supervisor *actor.PID
 	wake       chan struct{}
@@ -201,8 +207,8 @@ const dueBatchNotifications = 2000
 // answering in 3 ms, 16 at a time, a fifth of a second of notifications.
 const endpointQueueNotifications = 1024
 
-// NewWebhooks makes the delivery machinery; Run starts it.
-func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
+// NewDispatcher makes the delivery machinery; Run starts it.
+func NewDispatcher(system *actor.ActorSystem, cfg DispatcherConfig) *Dispatcher {
 	if cfg.PerEndpoint <= 0 {
 		cfg.PerEndpoint = 16
 	}
@@ -221,7 +227,7 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 	if cfg.EndpointQueue <= 0 {
 		cfg.EndpointQueue = endpointQueueNotifications
 	}
-	w := &Webhooks{
+	w := &Dispatcher{
 		cfg: cfg, system: system, wake: make(chan struct{}, 1), offered: make(chan struct{}, 1),
 		inflight: map[string]*handout{},
 		queued:   map[string]int{},
@@ -236,11 +242,11 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 }
 
 // Endpoints is how many callback endpoints have an actor.
-func (w *Webhooks) Endpoints() int64 { return w.endpoints.Load() }
+func (w *Dispatcher) Endpoints() int64 { return w.endpoints.Load() }
 
 // FullEndpoints is how many endpoints have due notifications waiting in the
 // outbox for room (EndpointQueue).
-func (w *Webhooks) FullEndpoints() int {
+func (w *Dispatcher) FullEndpoints() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.spilled)
@@ -248,7 +254,7 @@ func (w *Webhooks) FullEndpoints() int {
 
 // Wake asks for an immediate scan of the outbox (a redelivery was
 // committed).
-func (w *Webhooks) Wake() {
+func (w *Dispatcher) Wake() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -264,7 +270,7 @@ const freshLimit = 10_000
 // backlog a scan walks the whole queue, and scanning on every commit cost
 // more than the deliveries. It runs on the FSM goroutine and never blocks;
 // on a follower (not running) it does nothing, the outbox has them.
-func (w *Webhooks) Offer(created []*persistence.Notification) {
+func (w *Dispatcher) Offer(created []*persistence.Notification) {
 	w.mu.Lock()
 	if !w.running || len(w.fresh) >= freshLimit {
 		w.mu.Unlock()
@@ -279,7 +285,7 @@ func (w *Webhooks) Offer(created []*persistence.Notification) {
 }
 
 // Run delivers until ctx ends (leadership lost or shutdown).
-func (w *Webhooks) Run(ctx context.Context) {
+func (w *Dispatcher) Run(ctx context.Context) {
 	gen := w.setRunning(true)
 	defer w.setRunning(false)
 	props := actor.PropsFromProducer(func() actor.Actor {
@@ -328,7 +334,7 @@ func (w *Webhooks) Run(ctx context.Context) {
 }
 
 // nextRetry is the earliest retry known to be scheduled (zero: none).
-func (w *Webhooks) nextRetry() time.Time {
+func (w *Dispatcher) nextRetry() time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.retryAt == 0 {
@@ -339,7 +345,7 @@ func (w *Webhooks) nextRetry() time.Time {
 
 // noteRetry records a retry scheduled at due (Unix ns), so the dispatcher
 // scans when it is due rather than polling for it.
-func (w *Webhooks) noteRetry(due int64) {
+func (w *Dispatcher) noteRetry(due int64) {
 	w.mu.Lock()
 	if w.retryAt == 0 || due < w.retryAt {
 		w.retryAt = due
@@ -349,7 +355,7 @@ func (w *Webhooks) noteRetry(due int64) {
 }
 
 // poke interrupts the dispatcher's wait so it recomputes its next scan.
-func (w *Webhooks) poke() {
+func (w *Dispatcher) poke() {
 	select {
 	case w.offered <- struct{}{}:
 	default:
@@ -360,7 +366,7 @@ func (w *Webhooks) poke() {
 // the end the tree is stopping: what it held is no longer counted, and may
 // be handed out again an attempt's lease from now, by when any attempt
 // still under way has ended.
-func (w *Webhooks) setRunning(on bool) uint64 {
+func (w *Dispatcher) setRunning(on bool) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.running = on
@@ -384,10 +390,10 @@ func (w *Webhooks) setRunning(on bool) uint64 {
 
 // attemptLease is how long an attempt and the commit of its result can
 // take.
-func (w *Webhooks) attemptLease() time.Duration { return w.cfg.AttemptTimeout + w.cfg.LeaseSlack }
+func (w *Dispatcher) attemptLease() time.Duration { return w.cfg.AttemptTimeout + w.cfg.LeaseSlack }
 
 // dispatchFresh hands out the offered notifications.
-func (w *Webhooks) dispatchFresh() {
+func (w *Dispatcher) dispatchFresh() {
 	now := w.cfg.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -425,7 +431,7 @@ type scanRoom struct {
 
 // take reports whether a due notification of ep is worth loading. Call with
 // w.mu held.
-func (r *scanRoom) take(w *Webhooks, id, ep string) bool {
+func (r *scanRoom) take(w *Dispatcher, id, ep string) bool {
 	if h := w.inflight[id]; h != nil && h.held {
 		return true // counted already: handed out again (a copy was lost)
 	}
@@ -446,7 +452,7 @@ func (r *scanRoom) take(w *Webhooks, id, ep string) bool {
 	return true
 }
 
-func (w *Webhooks) dispatchDue() {
+func (w *Dispatcher) dispatchDue() {
 	// The scan sees everything committed before it starts, so it covers
 	// what was offered so far; the retries it finds due need no timer, and
 	// the next one after it is read back below.
@@ -551,7 +557,7 @@ func (w *Webhooks) dispatchDue() {
 // hasRoom reports whether notification id may be handed to endpoint ep:
 // it has room, or the notification is counted there already. Call with
 // w.mu held.
-func (w *Webhooks) hasRoom(id, ep string) bool {
+func (w *Dispatcher) hasRoom(id, ep string) bool {
 	if h := w.inflight[id]; h != nil && h.held {
 		return true
 	}
@@ -566,7 +572,7 @@ type toEndpoint struct {
 
 // handOut gives n to the tree for endpoint ep, handed out by the scan page
 // (0: offered). Call with w.mu held.
-func (w *Webhooks) handOut(n *persistence.Notification, ep string, now time.Time, page uint64) {
+func (w *Dispatcher) handOut(n *persistence.Notification, ep string, now time.Time, page uint64) {
 	h := w.inflight[n.ID]
 	if h == nil || !h.held {
 		h = &handout{endpoint: ep, held: true, page: page}
@@ -582,7 +588,7 @@ func (w *Webhooks) handOut(n *persistence.Notification, ep string, now time.Time
 
 // letGo ends the count of a hand-out the tree no longer holds, and asks for
 // the scans it was waiting for. Call with w.mu held.
-func (w *Webhooks) letGo(h *handout) {
+func (w *Dispatcher) letGo(h *handout) {
 	if !h.held {
 		return
 	}
@@ -602,7 +608,7 @@ func (w *Webhooks) letGo(h *handout) {
 
 // wakeForBacklog asks for the next scan of a backlog once half of the last
 // page has been attempted. Call with w.mu held.
-func (w *Webhooks) wakeForBacklog() {
+func (w *Dispatcher) wakeForBacklog() {
 	if w.backlog && w.pageLeft <= w.cfg.ScanPage/2 {
 		w.backlog = false
 		w.Wake()
@@ -613,7 +619,7 @@ func (w *Webhooks) wakeForBacklog() {
 // handed out, or its attempt's result was committed after the scan that
 // started at scanStart began (the scan's view of it is stale). Call with
 // w.mu held.
-func (w *Webhooks) busy(id string, now, scanStart time.Time) bool {
+func (w *Dispatcher) busy(id string, now, scanStart time.Time) bool {
 	if h := w.inflight[id]; h != nil && now.Before(h.expires) {
 		return true
 	}
@@ -626,7 +632,7 @@ func (w *Webhooks) busy(id string, now, scanStart time.Time) bool {
 // LeaseSlack), so while it is under way no scan hands the notification out
 // again, and no copy can reach the endpoint actor after the attempt has
 // ended and it has let go of the notification.
-func (w *Webhooks) renewLease(id string, now time.Time) {
+func (w *Dispatcher) renewLease(id string, now time.Time) {
 	w.mu.Lock()
 	if h := w.inflight[id]; h != nil {
 		h.expires = now.Add(w.attemptLease())
@@ -635,7 +641,7 @@ func (w *Webhooks) renewLease(id string, now time.Time) {
 }
 
 // release ends a notification's hand-out: its attempt ended.
-func (w *Webhooks) release(id string) {
+func (w *Dispatcher) release(id string) {
 	w.mu.Lock()
 	if h := w.inflight[id]; h != nil {
 		w.letGo(h)
@@ -653,7 +659,7 @@ func (w *Webhooks) release(id string) {
 // it only after it stopped, and were dropped unreported. They may be
 // handed out again once an attempt's lease has passed; one already routed
 // to its successor is then dropped there as a copy.
-func (w *Webhooks) endpointLost(gen uint64, ep string) {
+func (w *Dispatcher) endpointLost(gen uint64, ep string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if gen != w.gen || !w.running {
@@ -671,7 +677,7 @@ func (w *Webhooks) endpointLost(gen uint64, ep string) {
 // abandon records that an endpoint actor of leadership gen stopped holding
 // these notifications without attempting them: they may be handed out
 // again once an attempt's lease has passed.
-func (w *Webhooks) abandon(gen uint64, ids []string) {
+func (w *Dispatcher) abandon(gen uint64, ids []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if gen != w.gen || !w.running {

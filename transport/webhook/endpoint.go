@@ -1,4 +1,4 @@
-package actors
+package webhook
 
 // The webhook actors under the dispatcher (webhook_dispatcher.go): the
 // supervisor that routes each notification to its endpoint, one endpoint
@@ -14,13 +14,12 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paygate/gateway/persistence"
-	"github.com/paygate/gateway/transport/webhook"
 )
 
 // webhookSupervisor routes each due notification to its endpoint's actor,
 // restarts endpoint actors that crash, and retires the idle ones.
 type webhookSupervisor struct {
-	w         *Webhooks
+	w         *Dispatcher
 	gen       uint64 // the leadership it serves
 	endpoints map[string]*endpointRef
 }
@@ -96,7 +95,7 @@ func (s *webhookSupervisor) Receive(ctx actor.Context) {
 // endpointActor bounds how many deliveries to one endpoint run at once, so
 // a slow or dead endpoint holds its own slots and no one else's.
 type endpointActor struct {
-	w     *Webhooks
+	w     *Dispatcher
 	gen   uint64 // the leadership it serves
 	key   string // the endpoint
 	queue []*persistence.Notification
@@ -229,7 +228,7 @@ func (e *endpointActor) fill(ctx actor.Context) {
 // result. The producer captures the notification, so a supervised restart
 // after a crash attempts the same delivery again.
 type deliveryActor struct {
-	w *Webhooks
+	w *Dispatcher
 	n *persistence.Notification
 }
 
@@ -245,18 +244,18 @@ func (d *deliveryActor) Receive(ctx actor.Context) {
 
 // send makes one attempt at n and returns its result with the next due
 // time, to be replicated.
-func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
+func (w *Dispatcher) send(n *persistence.Notification) *persistence.NotifyUpdate {
 	upd := &persistence.NotifyUpdate{ID: n.ID}
 	pk, key, ok := w.cfg.Keys(n.Merchant)
 	start := w.cfg.Now()
 	w.renewLease(n.ID, start)
-	var res webhook.Attempt
+	var res Attempt
 	if ok {
 		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AttemptTimeout)
-		res = w.cfg.Attempt(ctx, webhook.Delivery{URL: n.URL, Body: n.Body, PublicKey: pk, Key: key, CreatedAt: n.CreatedAt})
+		res = w.cfg.Attempt(ctx, Delivery{URL: n.URL, Body: n.Body, PublicKey: pk, Key: key, CreatedAt: n.CreatedAt})
 		cancel()
 	} else {
-		res = webhook.Attempt{Error: "merchant webhook keys unknown"}
+		res = Attempt{Error: "merchant webhook keys unknown"}
 	}
 	upd.Time = w.cfg.Now().UnixNano()
 	upd.Attempt = &persistence.AttemptRecord{At: start.UnixNano(), HTTPCode: res.HTTPCode, Error: res.Error, DurationNs: int64(res.Duration)}
@@ -269,7 +268,7 @@ func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
 }
 
 // commit replicates an attempt's result.
-func (w *Webhooks) commit(n *persistence.Notification, upd *persistence.NotifyUpdate) {
+func (w *Dispatcher) commit(n *persistence.Notification, upd *persistence.NotifyUpdate) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := w.cfg.Proposer.Propose(ctx, &persistence.Cmd{Notify: upd}); err != nil {
@@ -345,7 +344,7 @@ var attemptKindNames = [attemptKinds]string{
 	attemptTimeout: "timeout", attemptConnect: "connect", attemptBadAnswer: "bad_answer", attemptOther: "other",
 }
 
-func attemptResult(a webhook.Attempt) attemptKind {
+func attemptResult(a Attempt) attemptKind {
 	switch {
 	case a.Delivered:
 		return attemptDelivered
