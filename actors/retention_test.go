@@ -87,9 +87,9 @@ func TestSchedulerPrunesNotificationsPastRetention(t *testing.T) {
 		Now: func() time.Time { return *now.Load() }, NotifyRetention: time.Hour, PageSize: page}
 	pass := func(at time.Time) (proposals int64) {
 		now.Store(&at)
-		before := f.proposer.count.Load()
+		before := f.proposer.Applied()
 		s.pruneNotifications(context.Background())
-		return f.proposer.count.Load() - before
+		return f.proposer.Applied() - before
 	}
 	if n := pass(time.Now().Add(59 * time.Minute)); n != 0 || states()[persistence.NotifyDelivered] != delivered {
 		t.Fatalf("within the retention: %d prunes proposed, notifications %v", n, states())
@@ -134,9 +134,9 @@ func TestSchedulerPrunesIdempotencyRecords(t *testing.T) {
 	}
 	s := &Scheduler{Store: f.store, Registry: f.reg, Logger: f.deps.Logger, Proposer: f.proposer,
 		Now: func() time.Time { return now }, PageSize: page}
-	pruned, proposals := idempotencyPruned.Get(), f.proposer.count.Load()
+	pruned, proposals := idempotencyPruned.Get(), f.proposer.Applied()
 	s.pruneIdempotency(context.Background())
-	if n := f.proposer.count.Load() - proposals; n != (old+page-1)/page {
+	if n := f.proposer.Applied() - proposals; n != (old+page-1)/page {
 		t.Fatalf("%d prunes proposed for %d records, want one per page of %d", n, old, page)
 	}
 	if n := idempotencyPruned.Get() - pruned; n != old {

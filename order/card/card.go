@@ -78,17 +78,22 @@ func IsMastercard(pan string) bool {
 // Luhn reports whether pan is a non-empty string of ASCII digits whose Luhn
 // (mod 10) checksum is valid.
 func Luhn(pan string) bool {
-	if pan == "" {
-		return false
-	}
-	sum := 0
-	double := false
-	for i := len(pan) - 1; i >= 0; i-- {
-		c := pan[i]
-		if c < '0' || c > '9' {
-			return false
-		}
-		d := int(c - '0')
+	return Digits(pan) && luhnSum(pan, false)%10 == 0
+}
+
+// CheckDigit returns the digit that, appended to digits (ASCII digits
+// only), makes a number that passes the Luhn check.
+func CheckDigit[S ~string | ~[]byte](digits S) byte {
+	return byte('0' + (10-luhnSum(digits, true)%10)%10)
+}
+
+// luhnSum adds the digits from the right, doubling every second one
+// (starting with the last when doubleLast) and taking 9 off a doubled digit
+// over 9.
+func luhnSum[S ~string | ~[]byte](digits S, doubleLast bool) int {
+	sum, double := 0, doubleLast
+	for i := len(digits) - 1; i >= 0; i-- {
+		d := int(digits[i] - '0')
 		if double {
 			d *= 2
 			if d > 9 {
@@ -98,7 +103,7 @@ func Luhn(pan string) bool {
 		sum += d
 		double = !double
 	}
-	return sum%10 == 0
+	return sum
 }
 
 // Mask keeps the first 6 and last 4 characters of pan and replaces every

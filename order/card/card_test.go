@@ -151,3 +151,17 @@ func TestCVVProblem(t *testing.T) {
 		}
 	}
 }
+
+// CheckDigit completes a number to one that passes Luhn: the last digit of
+// every valid test card, from its other digits, as a string or as bytes.
+func TestCheckDigit(t *testing.T) {
+	for _, pan := range []string{"4111111111111111", "5555555555554444", "378282246310005", "6011111111111117", "79927398713"} {
+		body, last := pan[:len(pan)-1], pan[len(pan)-1]
+		if got := CheckDigit(body); got != last {
+			t.Errorf("CheckDigit(%q) = %c, want %c", body, got, last)
+		}
+		if got := CheckDigit([]byte(body)); got != last {
+			t.Errorf("CheckDigit([]byte(%q)) = %c, want %c", body, got, last)
+		}
+	}
+}

@@ -2,10 +2,8 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,39 +11,15 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/persistencetest"
 )
-
-// memProposer applies each command to the store at once, as the FSM would
-// after the log commits it: the dispatcher's tests need no cluster.
-type memProposer struct {
-	mu     sync.Mutex
-	store  *persistence.Store
-	index  uint64
-	closed bool
-}
-
-func (p *memProposer) Propose(_ context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return persistence.Result{}, errors.New("store closed")
-	}
-	b := p.store.NewBatch()
-	defer b.Close()
-	res := b.Apply(cmd)
-	p.index++
-	if err := b.Commit(p.index); err != nil {
-		return persistence.Result{}, err
-	}
-	return res, nil
-}
 
 // fixture is a store with an in-memory log and an actor system for the
 // delivery tree. Orders are written by proposing their commands, as the
 // order actors would: each status change writes its notification.
 type fixture struct {
 	store    *persistence.Store
-	proposer *memProposer
+	proposer *persistencetest.Log
 	system   *actor.ActorSystem
 	logger   *slog.Logger
 }
@@ -57,14 +31,11 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{store: store, proposer: &memProposer{store: store}, logger: logger,
+	f := &fixture{store: store, proposer: persistencetest.NewLog(store), logger: logger,
 		system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))}
 	t.Cleanup(func() {
 		f.system.Shutdown()
-		f.proposer.mu.Lock()
-		defer f.proposer.mu.Unlock()
-		f.proposer.closed = true
-		store.Close()
+		f.proposer.CloseStore()
 	})
 	return f
 }
