@@ -49,10 +49,10 @@ func listModule(t *testing.T) []Package {
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for {
 		var p struct {
-			ImportPath                        string
+			ImportPath                         string
 			Imports, TestImports, XTestImports []string
-			Deps                              []string
-			Error                             *struct{ Err string }
+			Deps                               []string
+			Error                              *struct{ Err string }
 		}
 		if err := dec.Decode(&p); err == io.EOF {
 			break
