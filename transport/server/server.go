@@ -5,6 +5,11 @@
 // limit, decode strictly, validate, dispatch, render — and differs only in
 // its request type, validator and dispatch function (see endpoints.go).
 // Request bytes are copied before they leave a handler: fasthttp reuses them.
+//
+// It is the inbound edge over everything else, and the one place that turns
+// what the layers below refuse into the error catalogue (transport/apierr):
+// the domain's rejections (order.Rejection, rejectionError) and the failures
+// of a dispatch (errorFor). Nothing below it spells an error code.
 package server
 
 import (
