@@ -5,7 +5,9 @@
 // deps.txt read the way Go's own src/go/build/deps_test.go reads its rules;
 // the package's test lists the real graph with `go list` and fails on any
 // import the rules do not allow, and on any of the hard rules the project
-// states (Forbidden) even if someone loosens deps.txt.
+// states (Forbidden) even if someone loosens deps.txt. It also checks that
+// the README's layout table names every package, so the prose map of the
+// tree cannot fall behind it either.
 //
 // Only this package's test runs it; nothing imports it.
 package depcheck

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -178,6 +179,32 @@ func TestParseRefusesBrokenRules(t *testing.T) {
 	for _, text := range []string{"a < b", "a b;", "a < ;"} {
 		if _, err := Parse(text); err == nil {
 			t.Errorf("Parse(%q) accepted", text)
+		}
+	}
+}
+
+// The README's layout table names every package (by its path, its folder
+// or its last element), so a package added or moved without a word there
+// fails here. Packages under an internal/ folder are their parent's detail.
+func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(readme), "## Layout")
+	end := strings.Index(string(readme)[start:], "\n## ")
+	if start < 0 || end < 0 {
+		t.Fatal("README.md has no Layout section")
+	}
+	layout := string(readme)[start : start+end]
+	for _, p := range listModule(t) {
+		if strings.Contains(p.Path, "internal/") && p.Path != "internal/depcheck" {
+			continue
+		}
+		last := p.Path[strings.LastIndex(p.Path, "/")+1:]
+		if !strings.Contains(layout, "`"+p.Path+"`") && !strings.Contains(layout, "`"+p.Path+"/`") &&
+			!strings.Contains(layout, "`"+last+"`") {
+			t.Errorf("README.md's layout table does not name %s", p.Path)
 		}
 	}
 }
