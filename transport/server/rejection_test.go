@@ -3,6 +3,8 @@ package server
 import (
 	"testing"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/transport/apierr"
 )
@@ -34,5 +36,23 @@ func TestRejectionError(t *testing.T) {
 		More: []order.Fault{{Attribute: "b", Message: "n"}}})
 	if len(e.Messages) != 2 || e.Messages["b"][0] != "n" {
 		t.Fatalf("More lost: %+v", e.Messages)
+	}
+}
+
+// The admin API refuses a missing or wrong bearer token with the
+// catalogue's admin entry, 401 1.01 on authorization, before routing.
+func TestAdminTokenRefusedWithTheCatalogueCode(t *testing.T) {
+	s := &Server{cfg: Config{AdminToken: "right"}}
+	for _, header := range []string{"", "Bearer wrong", "right"} {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.SetRequestURI("/admin/v1/merchants")
+		if header != "" {
+			ctx.Request.Header.Set("Authorization", header)
+		}
+		s.serveAdmin(&ctx, "merchants")
+		want := `{"error":{"code":"` + apierr.AdminAuth.Code + `","messages":{"authorization":["admin bearer token missing or wrong"]}}}`
+		if ctx.Response.StatusCode() != apierr.AdminAuth.HTTP || string(ctx.Response.Body()) != want {
+			t.Errorf("Authorization %q: %d %s", header, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
 	}
 }
