@@ -10,6 +10,9 @@ import (
 	"github.com/paygate/gateway/transport/acquirer/link"
 )
 
+// The link is an adapter the actors can call.
+var _ Acquirer = (*link.Acquirer)(nil)
+
 // testAcquirer is the acquirer the actors' tests use: the sandbox host on
 // a loopback port and the link to it, as a node without --acquirer-addr
 // runs them.

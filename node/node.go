@@ -44,7 +44,7 @@ type Node struct {
 	// the sandbox host run in-process without --acquirer-addr (nil with it).
 	acquirerLink *link.Client
 	acquirerHost *host.Host
-	webhooks     *actors.Webhooks
+	webhooks     *webhook.Dispatcher
 	// hookClient delivers notifications; its idle connections to
 	// merchants' servers are closed on shutdown.
 	hookClient *webhook.Client
@@ -122,7 +122,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 
 	guard := &webhook.Guard{AllowPrivate: cfg.AllowPrivateCallbacks}
 	n.hookClient = webhook.NewClient(webhook.Config{Guard: guard, UserAgent: "paygate-webhooks/1"})
-	n.webhooks = actors.NewWebhooks(n.system, actors.WebhookConfig{
+	n.webhooks = webhook.NewDispatcher(n.system, webhook.DispatcherConfig{
 		Store: n.store, Proposer: n.raft, Logger: logger, Now: time.Now, Attempt: n.hookClient.Deliver,
 		Keys: func(id string) (string, *signature.Key, bool) {
 			m := n.merchants.ByID(id)

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"hash"
 	"sync"
+
+	"github.com/paygate/gateway/order/card"
 )
 
 // Sandbox test cards (contract section 7).
@@ -119,23 +121,5 @@ func ARN(reference string) string {
 	for i := range 21 {
 		b = append(b, '0'+sum[i]%10)
 	}
-	return string(append(b, luhnCheckDigit(b)))
-}
-
-// luhnCheckDigit returns the digit that makes digits+digit pass the Luhn check.
-func luhnCheckDigit(digits []byte) byte {
-	sum := 0
-	double := true // the check digit will be undoubled, so the last one here doubles
-	for i := len(digits) - 1; i >= 0; i-- {
-		d := int(digits[i] - '0')
-		if double {
-			d *= 2
-			if d > 9 {
-				d -= 9
-			}
-		}
-		sum += d
-		double = !double
-	}
-	return byte('0' + (10-sum%10)%10)
+	return string(append(b, card.CheckDigit(b)))
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paygate/gateway/transport/currency"
+	"github.com/paygate/gateway/order/currency"
 )
 
 // ReportHeader is the settlement report's CSV header (contract section 12).

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/paygate/gateway/order/currency"
 	"github.com/paygate/gateway/transport/acquirer"
 	"github.com/paygate/gateway/transport/acquirer/iso8583"
-	"github.com/paygate/gateway/transport/currency"
 )
 
-// Acquirer is the order actors' acquirer.Acquirer over a link: an
+// Acquirer is what the order actors call (as actors.Acquirer) over a link: an
 // authorisation is an 0100, a sale (settle.delay_hours 0) an 0200. The
 // BIN lookup and 3-D Secure enrolment are not acquirer messages; they come
 // from the sandbox directory tables.
@@ -23,8 +23,6 @@ type Acquirer struct {
 	mu    sync.Mutex
 	stans map[string]string // reference → STAN of its unanswered attempt, so a repeat keeps it
 }
-
-var _ acquirer.Acquirer = (*Acquirer)(nil)
 
 // unansweredMax bounds the STANs kept for repeats: an outage must not grow
 // the node's memory with every payment that failed in it.

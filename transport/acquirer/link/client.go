@@ -2,7 +2,7 @@
 // (contract section 12): one persistent TCP connection, STAN allocation,
 // answers matched to requests by STAN, a 0800 echo when the line is idle,
 // reconnection with backoff, and a timeout per request. Acquirer puts the
-// order actors' acquirer.Acquirer on top of it.
+// order actors' acquirer (actors.Acquirer) on top of it.
 //
 // Concurrency: a Client is safe for concurrent use; any number of requests
 // share the connection, each waiting for its own answer. A request's
