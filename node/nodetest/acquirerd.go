@@ -2,50 +2,16 @@ package nodetest
 
 import (
 	"encoding/csv"
-	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-var (
-	acquirerdOnce sync.Once
-	acquirerdPath string
-	acquirerdErr  error
-)
-
 // AcquirerdBinary builds cmd/acquirerd once per test process and returns
 // its path (removed by Run).
-func AcquirerdBinary(t testing.TB) string {
-	t.Helper()
-	acquirerdOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "acquirerd-bin-")
-		if err != nil {
-			acquirerdErr = err
-			return
-		}
-		acquirerdPath = filepath.Join(dir, "acquirerd")
-		root, err := moduleRoot()
-		if err != nil {
-			acquirerdErr = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", acquirerdPath, "./cmd/acquirerd")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			acquirerdErr = fmt.Errorf("build acquirerd: %v\n%s", err, out)
-		}
-	})
-	if acquirerdErr != nil {
-		t.Fatal(acquirerdErr)
-	}
-	return acquirerdPath
-}
+func AcquirerdBinary(t testing.TB) string { return acquirerdBinary.build(t, "acquirerd") }
 
 // Acquirerd is a sandbox acquirer host process (cmd/acquirerd).
 type Acquirerd struct {
