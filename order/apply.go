@@ -27,6 +27,8 @@ func Apply(cur *Order, cmd *Command) (*Order, Outcome) {
 		return applyVoid(cur, cmd)
 	case KindRefund:
 		return applyRefund(cur, cmd)
+	case KindMoveOutcome:
+		return applyMoveOutcome(cur, cmd)
 	case KindFormSubmit:
 		return applyFormSubmit(cur, cmd)
 	case KindThreeDSChallenge:
@@ -162,8 +164,14 @@ func applyOutcome(cur *Order, cmd *Command) (*Order, Outcome) {
 		t.Status = TxnFail
 		next.Status = StatusDeclined
 		next.Decline = &Decline{Code: r.DeclineCode, Message: r.DeclineMessage}
+		if cmd.Move != nil {
+			// No answer came in time: the authorisation is reversed
+			// until the acquirer acknowledges, whatever it decided.
+			record(next, cmd, MoveReversal, cmd.TxnID, t.Amount)
+		}
 		return next, Outcome{TxnID: cmd.TxnID, StatusChanged: true}
 	}
+	next.AuthTrace = r.Trace
 	t.Status = TxnSuccess
 	t.AuthCode = r.AuthCode
 	t.ARN = cmd.ARN
@@ -185,6 +193,9 @@ func applySettle(cur *Order, cmd *Command) (*Order, Outcome) {
 	if cur.Status != StatusAuthorized {
 		return illegal(cur, "settle")
 	}
+	if cur.movePending(MoveCapture, MoveReversal) {
+		return awaitingAnswer(cur, "settle")
+	}
 	// No amount (0) settles the whole authorised amount (contract section
 	// 15: client libraries send a settle without one).
 	amount := cmd.Amount
@@ -204,9 +215,19 @@ func applySettle(cur *Order, cmd *Command) (*Order, Outcome) {
 			fmt.Sprintf("amount should be between 1 and %d for the settle operation", cur.Amount))
 	}
 	next := touch(cur, cmd)
+	next.AutoSettleAt = 0
+	if cmd.Move != nil {
+		// Recorded, not yet answered: the order stays authorised until
+		// the acquirer's answer (applyMoveOutcome).
+		next.Txns = append(next.Txns, Transaction{
+			ID: cmd.TxnID, CreatedAt: cmd.Time, UpdatedAt: cmd.Time, Operation: OpSettle,
+			Status: TxnCreated, Currency: cur.Currency, Amount: amount,
+		})
+		record(next, cmd, MoveCapture, cmd.TxnID, amount)
+		return next, Outcome{TxnID: cmd.TxnID}
+	}
 	next.Status = StatusSettled
 	next.SettledAmount = amount
-	next.AutoSettleAt = 0
 	next.Txns = append(next.Txns, Transaction{
 		ID: cmd.TxnID, CreatedAt: cmd.Time, UpdatedAt: cmd.Time, Operation: OpSettle,
 		Status: TxnSuccess, Currency: cur.Currency, Amount: amount, ARN: cmd.ARN,
@@ -218,6 +239,9 @@ func applyVoid(cur *Order, cmd *Command) (*Order, Outcome) {
 	if cur.Status != StatusAuthorized {
 		return illegal(cur, "void")
 	}
+	if cur.movePending(MoveCapture, MoveReversal) {
+		return awaitingAnswer(cur, "void")
+	}
 	// Only the full amount can be voided (contract section 4). The amount is
 	// optional (0: none given); one that is not the order's is refused, not
 	// taken for the whole, so a partial void never releases the rest.
@@ -226,8 +250,16 @@ func applyVoid(cur *Order, cmd *Command) (*Order, Outcome) {
 			"amount should be %d for the void operation: only the full order amount can be voided", cur.Amount))
 	}
 	next := touch(cur, cmd)
-	next.Status = StatusVoided
 	next.AutoSettleAt = 0
+	if cmd.Move != nil {
+		next.Txns = append(next.Txns, Transaction{
+			ID: cmd.TxnID, CreatedAt: cmd.Time, UpdatedAt: cmd.Time, Operation: OpVoid,
+			Status: TxnCreated, Currency: cur.Currency, Amount: cur.Amount,
+		})
+		record(next, cmd, MoveReversal, cmd.TxnID, cur.Amount)
+		return next, Outcome{TxnID: cmd.TxnID}
+	}
+	next.Status = StatusVoided
 	next.Txns = append(next.Txns, Transaction{
 		ID: cmd.TxnID, CreatedAt: cmd.Time, UpdatedAt: cmd.Time, Operation: OpVoid,
 		Status: TxnSuccess, Currency: cur.Currency, Amount: cur.Amount, ARN: cmd.ARN,
@@ -249,12 +281,26 @@ func applyRefund(cur *Order, cmd *Command) (*Order, Outcome) {
 		return cur, reject(RejectIllegalStatus, "status",
 			fmt.Sprintf("order has %d refunds, the most allowed: the refund operation is illegal", MaxRefunds))
 	}
-	left := cur.SettledAmount - cur.RefundedAmount
+	// Refunds still waiting for their answer count as made: a decline
+	// gives their amount back.
+	left := cur.SettledAmount - cur.RefundedAmount - cur.pendingRefunds()
+	if left <= 0 && cur.movePending(MoveRefund) {
+		return awaitingAnswer(cur, "refund")
+	}
 	if cmd.Amount <= 0 || cmd.Amount > left {
 		return cur, reject(RejectAmount, "amount",
 			fmt.Sprintf("amount should be between 1 and %d for the refund operation", left))
 	}
 	next := touch(cur, cmd)
+	if cmd.Move != nil {
+		next.Txns = append(next.Txns, Transaction{
+			ID: cmd.TxnID, CreatedAt: cmd.Time, UpdatedAt: cmd.Time, Operation: OpRefund,
+			Status: TxnCreated, Currency: cur.Currency, Amount: cmd.Amount,
+			RefundReasonCode: cmd.RefundReasonCode,
+		})
+		record(next, cmd, MoveRefund, cmd.TxnID, cmd.Amount)
+		return next, Outcome{TxnID: cmd.TxnID}
+	}
 	next.RefundedAmount += cmd.Amount
 	out := Outcome{TxnID: cmd.TxnID}
 	if next.RefundedAmount == next.SettledAmount {

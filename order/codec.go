@@ -33,6 +33,11 @@ import (
 const (
 	orderFormatV1      byte = 1
 	commandFormatV1    byte = 1
+	// V2 adds the acquirer movements (move.go) after the V1 fields: an
+	// order's AuthTrace, Moves and its transactions' declines, a command's
+	// Move. A record without them is still written as V1, byte for byte.
+	orderFormatV2   byte = 2
+	commandFormatV2 byte = 2
 	tokenGrantFormatV1 byte = 1
 )
 
@@ -41,7 +46,12 @@ var ErrCodec = wire.ErrCodec
 
 // AppendOrder appends the binary encoding of o to dst.
 func AppendOrder(dst []byte, o *Order) []byte {
-	dst = append(dst, orderFormatV1)
+	v2 := orderNeedsV2(o)
+	if v2 {
+		dst = append(dst, orderFormatV2)
+	} else {
+		dst = append(dst, orderFormatV1)
+	}
 	dst = wire.AppendString(dst, o.Merchant)
 	dst = wire.AppendString(dst, o.ID)
 	dst = binary.AppendVarint(dst, o.Amount)
@@ -92,12 +102,51 @@ func AppendOrder(dst []byte, o *Order) []byte {
 	dst = binary.AppendVarint(dst, o.FormExpiresAt)
 	dst = wire.AppendString(dst, o.Language)
 	dst = wire.AppendBool(dst, o.ThreeDSForce)
-	return wire.AppendBool(dst, o.AttemptNonSecure)
+	dst = wire.AppendBool(dst, o.AttemptNonSecure)
+	if !v2 {
+		return dst
+	}
+	dst = wire.AppendString(dst, o.AuthTrace)
+	dst = binary.AppendUvarint(dst, uint64(len(o.Moves)))
+	for i := range o.Moves {
+		m := &o.Moves[i]
+		dst = wire.AppendString(dst, m.TxnID)
+		dst = wire.AppendString(dst, string(m.Kind))
+		dst = binary.AppendVarint(dst, m.Amount)
+		dst = wire.AppendString(dst, m.STAN)
+		dst = wire.AppendString(dst, m.RRN)
+		dst = binary.AppendVarint(dst, m.At)
+	}
+	for i := range o.Txns {
+		d := o.Txns[i].Decline
+		dst = wire.AppendBool(dst, d != nil)
+		if d != nil {
+			dst = wire.AppendString(dst, d.Code)
+			dst = wire.AppendString(dst, d.Message)
+		}
+	}
+	return dst
 }
+
+// orderNeedsV2 reports whether o has anything only V2 encodes.
+func orderNeedsV2(o *Order) bool {
+	if o.AuthTrace != "" || len(o.Moves) > 0 {
+		return true
+	}
+	for i := range o.Txns {
+		if o.Txns[i].Decline != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// moveBytesMin is the smallest encoded Movement (six one-byte fields).
+const moveBytesMin = 6
 
 // DecodeOrder decodes what AppendOrder encoded. b is not retained.
 func DecodeOrder(b []byte) (*Order, error) {
-	d := newDecoder(b, orderFormatV1, "order")
+	d := newDecoder(b, formatOf(b, orderFormatV2, orderFormatV1), "order")
 	o := &Order{}
 	o.Merchant = d.Str()
 	o.ID = d.Str()
@@ -151,6 +200,22 @@ func DecodeOrder(b []byte) (*Order, error) {
 	o.Language = d.Str()
 	o.ThreeDSForce = d.Bool()
 	o.AttemptNonSecure = d.Bool()
+	if len(b) > 0 && b[0] == orderFormatV2 {
+		o.AuthTrace = d.Str()
+		if n := d.Count(moveBytesMin); n > 0 {
+			o.Moves = make([]Movement, n)
+			for i := range o.Moves {
+				m := &o.Moves[i]
+				m.TxnID, m.Kind, m.Amount = d.Str(), MoveKind(d.Str()), d.Varint()
+				m.STAN, m.RRN, m.At = d.Str(), d.Str(), d.Varint()
+			}
+		}
+		for i := range o.Txns {
+			if d.Present() {
+				o.Txns[i].Decline = &Decline{Code: d.Str(), Message: d.Str()}
+			}
+		}
+	}
 	if err := d.Finish(); err != nil {
 		return nil, err
 	}
@@ -159,7 +224,12 @@ func DecodeOrder(b []byte) (*Order, error) {
 
 // AppendCommand appends the binary encoding of c to dst.
 func AppendCommand(dst []byte, c *Command) []byte {
-	dst = append(dst, commandFormatV1)
+	v2 := c.Move != nil || c.Outcome != nil && c.Outcome.Trace != ""
+	if v2 {
+		dst = append(dst, commandFormatV2)
+	} else {
+		dst = append(dst, commandFormatV1)
+	}
 	dst = wire.AppendString(dst, string(c.Kind))
 	dst = binary.AppendVarint(dst, c.Time)
 	dst = wire.AppendString(dst, c.Merchant)
@@ -233,6 +303,17 @@ func AppendCommand(dst []byte, c *Command) []byte {
 		dst = wire.AppendString(dst, r.DeclineCode)
 		dst = wire.AppendString(dst, r.DeclineMessage)
 	}
+	if !v2 {
+		return dst
+	}
+	dst = wire.AppendBool(dst, c.Move != nil)
+	if m := c.Move; m != nil {
+		dst = wire.AppendString(dst, m.STAN)
+		dst = wire.AppendString(dst, m.RRN)
+	}
+	if c.Outcome != nil {
+		dst = wire.AppendString(dst, c.Outcome.Trace)
+	}
 	return dst
 }
 
@@ -250,7 +331,7 @@ type outcomeCommand struct {
 
 // DecodeCommand decodes what AppendCommand encoded. b is not retained.
 func DecodeCommand(b []byte) (*Command, error) {
-	d := newDecoder(b, commandFormatV1, "command")
+	d := newDecoder(b, formatOf(b, commandFormatV2, commandFormatV1), "command")
 	// The fields before Create go to hdr, copied into the command once it
 	// is known whether it shares an allocation with its data.
 	var hdr Command
@@ -337,6 +418,14 @@ func DecodeCommand(b []byte) (*Command, error) {
 		r.DeclineCode = d.Str()
 		r.DeclineMessage = d.Str()
 		c.ThreeDSResult = r
+	}
+	if len(b) > 0 && b[0] == commandFormatV2 {
+		if d.Present() {
+			c.Move = &Move{STAN: d.Str(), RRN: d.Str()}
+		}
+		if c.Outcome != nil {
+			c.Outcome.Trace = d.Str()
+		}
 	}
 	if err := d.Finish(); err != nil {
 		return nil, err
@@ -473,6 +562,15 @@ func (d *decoder) source(s *PaymentSource) {
 
 // decoder is the wire decoder with the order types' shared parts below.
 type decoder struct{ wire.Decoder }
+
+// formatOf is b's version when it is v2, else v1 (which the decoder then
+// checks).
+func formatOf(b []byte, v2, v1 byte) byte {
+	if len(b) > 0 && b[0] == v2 {
+		return v2
+	}
+	return v1
+}
 
 func newDecoder(b []byte, version byte, what string) decoder {
 	return decoder{wire.NewDecoder(b, version, what)}

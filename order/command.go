@@ -40,6 +40,14 @@ type Command struct {
 	IdempotencyKey string `json:"ik,omitempty"`
 	RequestHash    string `json:"h,omitempty"`
 
+	// Move is set on a settle, void or refund that goes to the acquirer
+	// (and on the outcome of an authorisation that had no answer in time,
+	// which is reversed): the movement is recorded pending with these, and
+	// the order moves only on its answer (KindMoveOutcome). Without it
+	// (log entries written before the link sent movements) the operation
+	// completes at once as it did then.
+	Move *Move `json:"mv,omitempty"`
+
 	Create  *CreateData  `json:"c,omitempty"`
 	Outcome *OutcomeData `json:"r,omitempty"`
 	// Hosted form and 3-D Secure steps (form.go): the form of an
@@ -108,6 +116,10 @@ type OutcomeData struct {
 	TokenExpiresAt int64  `json:"token_expires_at,omitempty"`
 	// AutoSettleAt is when an authorised order settles by itself (0: never).
 	AutoSettleAt int64 `json:"auto_settle_at,omitempty"`
+	// Trace is the answered authorisation's STAN and transmission time
+	// (fields 11 and 7, 16 digits), which its capture or reversal names in
+	// field 90.
+	Trace string `json:"trace,omitempty"`
 }
 
 // RejectKind classifies a business rejection. Rejections are results, not
@@ -163,6 +175,10 @@ type Outcome struct {
 	// redirect_url: a notification is due although the status stayed
 	// (interface 6.1.2).
 	RedirectSet bool
+	// MoveAnswered is set when the acquirer's answer to a settle, void or
+	// refund was applied: a notification is due although the status may
+	// have stayed (a decline, a partial refund).
+	MoveAnswered bool
 }
 
 // Changed reports whether the order must be written.

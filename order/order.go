@@ -67,6 +67,8 @@ type Transaction struct {
 	AuthCode         string    `json:"auth_code,omitempty"`
 	ARN              string    `json:"arn,omitempty"`
 	RefundReasonCode string    `json:"refund_reason_code,omitempty"`
+	// Decline is why the acquirer declined a settle, void or refund.
+	Decline *Decline `json:"decline,omitempty"`
 }
 
 // Decline is set on a declined order.
@@ -170,6 +172,11 @@ type Order struct {
 	Language         string `json:"language,omitempty"`
 	ThreeDSForce     bool   `json:"three_ds_force,omitempty"`
 	AttemptNonSecure bool   `json:"attempt_non_secure,omitempty"`
+	// AuthTrace is the approved authorisation's STAN and transmission time
+	// (OutcomeData.Trace); Moves are the movements recorded and not yet
+	// answered by the acquirer (move.go).
+	AuthTrace string     `json:"auth_trace,omitempty"`
+	Moves     []Movement `json:"moves,omitempty"`
 }
 
 // PendingAuth records an authorisation that was accepted (status
@@ -208,6 +215,13 @@ func (o *Order) Clone() *Order {
 	}
 	c := *o
 	c.Txns = append([]Transaction(nil), o.Txns...)
+	for i := range c.Txns {
+		if d := c.Txns[i].Decline; d != nil {
+			cp := *d
+			c.Txns[i].Decline = &cp
+		}
+	}
+	c.Moves = append([]Movement(nil), o.Moves...)
 	if o.Decline != nil {
 		d := *o.Decline
 		c.Decline = &d

@@ -59,6 +59,8 @@ type TxnView struct {
 	AuthCode         string    `json:"auth_code,omitempty"`
 	ARN              string    `json:"arn,omitempty"`
 	RefundReasonCode string    `json:"refund_reason_code,omitempty"`
+	// Decline is why the acquirer declined a settle, void or refund.
+	Decline *Decline `json:"decline,omitempty"`
 }
 
 // SourceView is payment_source in responses (interface 2.5).
@@ -157,7 +159,7 @@ func txnView(dst *TxnView, t *Transaction) *TxnView {
 	*dst = TxnView{
 		ID: t.ID, CreatedAt: times[:n], UpdatedAt: times[n:],
 		Operation: t.Operation, Status: t.Status, Currency: t.Currency, Amount: t.Amount,
-		AuthCode: t.AuthCode, ARN: t.ARN, RefundReasonCode: t.RefundReasonCode,
+		AuthCode: t.AuthCode, ARN: t.ARN, RefundReasonCode: t.RefundReasonCode, Decline: t.Decline,
 	}
 	return dst
 }

@@ -22,13 +22,7 @@ func (v *View) AppendJSON(dst []byte) []byte {
 	w.int("settled_amount", v.SettledAmount)
 	w.str("status", string(v.Status))
 	w.str("descriptor", v.Descriptor)
-	if d := v.Decline; d != nil {
-		w.key("decline")
-		w.open()
-		w.str("code", d.Code)
-		w.str("message", d.Message)
-		w.close()
-	}
+	w.decline(v.Decline)
 	if r := v.Risk; r != nil {
 		w.key("risk")
 		w.open()
@@ -94,6 +88,18 @@ func (w *jsonWriter) txn(t *TxnView) {
 	w.strOmit("auth_code", t.AuthCode)
 	w.strOmit("arn", t.ARN)
 	w.strOmit("refund_reason_code", t.RefundReasonCode)
+	w.decline(t.Decline)
+	w.close()
+}
+
+func (w *jsonWriter) decline(d *Decline) {
+	if d == nil {
+		return
+	}
+	w.key("decline")
+	w.open()
+	w.str("code", d.Code)
+	w.str("message", d.Message)
 	w.close()
 }
 

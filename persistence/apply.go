@@ -329,7 +329,7 @@ func (b *Batch) putOrder(key []byte, cur, next *order.Order) {
 	if cur == nil {
 		b.s.known.Load().add(key)
 	}
-	if due := next.Pending.Due(); due != (cur != nil && cur.Pending.Due()) {
+	if due := next.AcquirerDue(); due != cur.AcquirerDue() {
 		b.pendingChanges[k] = pendingChange{ref: OrderRef{Merchant: next.Merchant, OrderID: next.ID}, due: due}
 	}
 	var oldDue int64
@@ -367,7 +367,7 @@ func (b *Batch) applySideEffects(cmd *order.Command, next *order.Order, out orde
 	}
 	// A 3-D Secure challenge notifies too: it delivers redirect_url
 	// (interface 6.1.2) although the status stays processing.
-	if (out.StatusChanged || out.RedirectSet) && next.CallbackURL != "" {
+	if (out.StatusChanged || out.RedirectSet || out.MoveAnswered) && next.CallbackURL != "" {
 		b.addNotification(next, cmd.Time)
 	}
 }

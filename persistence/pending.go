@@ -221,7 +221,7 @@ func (s *Store) Recheck(refs []OrderRef) error {
 		if err != nil {
 			return err
 		}
-		changes[key] = pendingChange{ref: ref, due: o != nil && o.Pending.Due()}
+		changes[key] = pendingChange{ref: ref, due: o.AcquirerDue()}
 	}
 	s.pending.apply(changes)
 	return nil
