@@ -120,6 +120,9 @@ type AuthResult struct {
 	DeclineCode    string // contract section 3 decline code when declined
 	DeclineMessage string
 	RiskDecision   string // RiskAccept or RiskDecline
+	// Trace is the answer's STAN and transmission time (fields 11 and 7,
+	// 16 digits): a capture or reversal names them in field 90.
+	Trace string
 }
 
 // Enrollment is the issuer's 3-D Secure enrolment for a card.

@@ -164,7 +164,7 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
 		r.ARN = acquirer.ARN(r.MID + r.RRN)
 	case KindCapture, KindReversal:
 		h.mu.Lock()
-		o, orig := h.findOriginal(r.MID, req.Value(iso8583.FieldOriginalDataElement))
+		o, orig := h.findOriginal(r.MID, req.Value(iso8583.FieldOriginalDataElement), r.RRN)
 		var snapshot original
 		if o != nil {
 			snapshot = *o
@@ -191,16 +191,24 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
 
 // findOriginal looks up field 90's original (MTI 4, STAN 6, transmission
 // time 10, then institution ids) among the approved authorisations and
-// sales.
-func (h *Host) findOriginal(mid, f90 string) (*original, string) {
-	if len(f90) < 20 {
-		return nil, ""
+// sales, and failing that the one of the same MID and RRN: a gateway's
+// advice carries its original's RRN, and field 90 may name another attempt
+// of it (a repeat's STAN and time) or none (zeros: no answer came).
+func (h *Host) findOriginal(mid, f90, rrn string) (*original, string) {
+	if len(f90) >= 20 {
+		if o := h.byOrig[origKey(mid, f90[4:10], f90[10:20])]; o != nil {
+			return o, o.key
+		}
 	}
-	o := h.byOrig[origKey(mid, f90[4:10], f90[10:20])]
-	if o == nil {
-		return nil, ""
+	for _, kind := range []string{KindAuth, KindSale} {
+		k := key(kind, mid, rrn)
+		if r := h.index[k]; r != nil && r.Kind == kind {
+			if o := h.byOrig[origKey(r.MID, r.STAN, r.Sent)]; o != nil {
+				return o, o.key
+			}
+		}
 	}
-	return o, o.key
+	return nil, ""
 }
 
 // decideCard decides an authorisation or sale by the test cards (contract

@@ -105,7 +105,8 @@ func result(ans *iso8583.Message) acquirer.AuthResult {
 	if !ok {
 		cvv = acquirer.CVVNotProcessed
 	}
-	r := acquirer.AuthResult{AVSCheck: avs, CVVCheck: cvv, RiskDecision: row.Risk}
+	r := acquirer.AuthResult{AVSCheck: avs, CVVCheck: cvv, RiskDecision: row.Risk,
+		Trace: ans.Value(iso8583.FieldSTAN) + ans.Value(iso8583.FieldTransmissionTime)}
 	if code == acquirer.RespApproved {
 		r.Approved = true
 		r.AuthCode = ans.Value(iso8583.FieldAuthCode)
