@@ -31,13 +31,13 @@ import (
 // Format versions: the first byte of an encoded order or command. A stored
 // order that starts with '{' is legacy JSON (persistence decodes it).
 const (
-	orderFormatV1      byte = 1
-	commandFormatV1    byte = 1
+	orderFormatV1   byte = 1
+	commandFormatV1 byte = 1
 	// V2 adds the acquirer movements (move.go) after the V1 fields: an
 	// order's AuthTrace, Moves and its transactions' declines, a command's
 	// Move. A record without them is still written as V1, byte for byte.
-	orderFormatV2   byte = 2
-	commandFormatV2 byte = 2
+	orderFormatV2      byte = 2
+	commandFormatV2    byte = 2
 	tokenGrantFormatV1 byte = 1
 )
 
