@@ -35,6 +35,10 @@ type Acquirer interface {
 	Enrollment(pan string) acquirer.Enrollment
 	// CardInfo looks up brand, issuer, card type and issuer country.
 	CardInfo(pan string) acquirer.CardInfo
+	// Move sends a capture, reversal or refund recorded in the log. An
+	// error is a transport failure: repeat the same request, which the
+	// acquirer answers with its first answer.
+	Move(ctx context.Context, req acquirer.MoveRequest) (acquirer.MoveResult, error)
 }
 
 // Reader is the read side of the store the actors need.
@@ -127,6 +131,9 @@ type authAnswer struct {
 	res              acquirer.AuthResult
 	issueToken       bool  // a card payment: approval issues a payment token
 	settleDelayHours int64 // > 0: approval schedules the automatic settle
+	// unanswered: no answer came in any attempt; the decline 6.02 records
+	// the authorisation's reversal.
+	unanswered bool
 }
 
 // orderActor serialises every operation on one order. It keeps no order
@@ -148,6 +155,9 @@ type orderActor struct {
 	// held is the CVV of a payment waiting for its 3-D Secure answer: in
 	// this actor's memory only, never stored (forms.go).
 	held heldCVV
+	// moving names the movements being repeated on a goroutine of this
+	// actor's (moves.go), by transaction id.
+	moving map[string]bool
 }
 
 // NewOrderActorProducer returns the registry's actor factory.
@@ -194,6 +204,9 @@ func (a *orderActor) handle(env *envelope) {
 		// A successor of the actor that asked takes the answer as well.
 		a.awaiting = max(a.awaiting-1, 0)
 		a.applyAuthAnswer(*m)
+	case *moveAnswer:
+		a.awaiting = max(a.awaiting-1, 0)
+		a.applyMoveAnswer(*m)
 	case ResumeAuth:
 		a.resume()
 	case AutoSettle:
@@ -399,29 +412,30 @@ type authCall struct {
 }
 
 func (c *authCall) run() {
-	c.answer.res = authorize(c.deps, c.req)
+	c.answer.res, c.answer.unanswered = authorize(c.deps, c.req)
 	// The request, card and CVV, is not kept along with the answer.
 	c.req = acquirer.AuthRequest{}
 	c.reg.Deliver(c.key, &c.answer)
 }
 
 // authorize calls the acquirer, retrying transport failures with the same
-// reference (the acquirer's idempotency key), then gives up as 6.02.
-func authorize(deps *Deps, req acquirer.AuthRequest) acquirer.AuthResult {
+// reference (the acquirer's idempotency key), then gives up as 6.02
+// (unanswered: the caller has the authorisation reversed).
+func authorize(deps *Deps, req acquirer.AuthRequest) (res acquirer.AuthResult, unanswered bool) {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		res, err := deps.Acquirer.Authorize(ctx, req)
 		cancel()
 		if err == nil {
-			return res
+			return res, false
 		}
 		if attempt >= deps.AuthAttempts {
-			deps.Logger.Warn("acquirer unreachable, declining", "txn_id", req.Reference, "error", err)
+			deps.Logger.Warn("acquirer unreachable, declining and reversing", "txn_id", req.Reference, "error", err)
 			return acquirer.AuthResult{
 				DeclineCode: acquirer.CodeAcquirerUnreachable, DeclineMessage: acquirer.MsgAcquirerUnreachable,
 				AVSCheck: acquirer.AVSUnavailable, CVVCheck: acquirer.CVVNotProcessed,
-			}
+			}, true
 		}
 		time.Sleep(backoff)
 		backoff *= 2
@@ -443,6 +457,7 @@ func (a *orderActor) applyAuthAnswer(m authAnswer) {
 	}{out: order.OutcomeData{
 		Approved: r.Approved, AuthCode: r.AuthCode, AVSCheck: r.AVSCheck, CVVCheck: r.CVVCheck,
 		RiskDecision: r.RiskDecision, DeclineCode: r.DeclineCode, DeclineMessage: r.DeclineMessage,
+		Trace: r.Trace,
 	}}
 	out := &proposal.out
 	if r.Approved {
@@ -463,11 +478,22 @@ func (a *orderActor) applyAuthAnswer(m authAnswer) {
 		Kind: order.KindAuthOutcome, Time: now.UnixNano(), Merchant: a.key.Merchant, OrderID: a.key.OrderID,
 		TxnID: m.txnID, ARN: r.ARN, Outcome: out,
 	}
+	if m.unanswered {
+		// The acquirer may have decided it all the same: the decline
+		// records its reversal, sent until acknowledged. A late approval
+		// finds the authorisation no longer pending and changes nothing.
+		proposal.cmd.Move = &order.Move{STAN: acquirer.STAN(m.txnID + "/reversal"), RRN: acquirer.RRN(m.txnID)}
+	}
 	proposal.wrap.Order = &proposal.cmd
-	if _, err := a.proposeCmd(&proposal.wrap); err != nil {
+	res, err := a.proposeCmd(&proposal.wrap)
+	if err != nil {
 		// Still pending in the log: the scheduler's next resume pass (or a
 		// new leader) takes it on again with the same reference.
 		a.deps.Logger.Warn("outcome not committed; left pending", "order_id", a.key.OrderID, "error", err)
+		return
+	}
+	if res.Order != nil && m.unanswered {
+		a.driveMoves(res.Order)
 	}
 }
 
@@ -476,7 +502,11 @@ func (a *orderActor) resume() {
 		return // the acquirer's answer is on its way to this actor
 	}
 	cur, err := a.deps.Store.GetOrder(a.key.Merchant, a.key.OrderID)
-	if err != nil || cur == nil || !cur.Pending.Due() {
+	if err != nil || cur == nil {
+		return
+	}
+	a.driveMoves(cur)
+	if !cur.Pending.Due() {
 		return // nothing pending, or waiting for the customer's 3-D Secure answer
 	}
 	card, err := a.openCard(cur.Merchant, cur.Source.CardID)
@@ -500,14 +530,17 @@ func (a *orderActor) autoSettle() {
 		Kind: order.KindSettle, Auto: true, Time: now.UnixNano(), Merchant: cur.Merchant,
 		OrderID: cur.ID, TxnID: a.deps.NewID(),
 	}
-	cmd.ARN = acquirer.ARN(cmd.TxnID)
+	cmd.Move = newMove(cur, cmd.Kind, cmd.TxnID)
 	r, err := a.propose(cmd)
 	if err != nil {
 		a.deps.Logger.Warn("auto-settle not committed; will retry", "order_id", cur.ID, "error", err)
 		return
 	}
-	if r.Order != nil && r.Order.Status == order.StatusSettled {
+	if r.Order != nil && r.Order.Movement(cmd.TxnID) != nil {
 		autoSettlements.Inc()
+		// One attempt here, so the schedule goes at the acquirer's pace;
+		// without an answer it is repeated in the background.
+		a.sendMove(r.Order, cmd.TxnID)
 	}
 }
 
@@ -546,7 +579,7 @@ func (a *orderActor) operate(m *Operation) *Reply {
 		TxnID: a.deps.NewID(), Amount: m.Amount, RefundReasonCode: m.RefundReasonCode,
 		IdempotencyKey: m.IdempotencyKey, RequestHash: m.RequestHash,
 	}
-	cmd.ARN = acquirer.ARN(cmd.TxnID)
+	cmd.Move = newMove(cur, cmd.Kind, cmd.TxnID)
 	// Decide locally first: an illegal operation is refused without a trip
 	// through the log. The FSM decides again on the committed command. With
 	// an Idempotency-Key the refusal is the key's first answer, which a
@@ -561,5 +594,8 @@ func (a *orderActor) operate(m *Operation) *Reply {
 	if res.Replayed != nil {
 		return firstAnswer(res.Replayed)
 	}
-	return &Reply{Order: res.Order, TxnID: res.Outcome.TxnID, Reject: res.Outcome.Reject}
+	if res.Outcome.Reject != nil {
+		return &Reply{Order: res.Order, TxnID: res.Outcome.TxnID, Reject: res.Outcome.Reject}
+	}
+	return &Reply{Order: a.afterRecorded(res), TxnID: res.Outcome.TxnID}
 }

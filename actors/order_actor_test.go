@@ -442,7 +442,8 @@ func TestRequestCallerDoesNotServeTheQueueBehindIt(t *testing.T) {
 		}()
 	}
 	waitSent(t, f.reg, Key{"m1", "busy"}, 3)
-	gate <- struct{}{} // the first proposal only
+	gate <- struct{}{} // the first request's two proposals only: the settle
+	gate <- struct{}{} // recorded, then the acquirer's answer
 	select {
 	case r := <-first:
 		if rep, ok := r.(*Reply); !ok || rep.Err != nil {
