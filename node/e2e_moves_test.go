@@ -1,0 +1,256 @@
+package node_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/paygate/gateway/node/nodetest"
+	"github.com/paygate/gateway/transport/acquirer"
+)
+
+// Exactly-once movements against an acquirerd process: settle, void,
+// refund and automatic settlement each reach the host once, answered or
+// not, whatever fails in between (docs/acquirer.md).
+
+// startMoves starts acquirerd and a node pointed at it.
+func startMoves(t *testing.T, args ...string) (*nodetest.Acquirerd, *nodetest.Node, *nodetest.Merchant) {
+	t.Helper()
+	acq := nodetest.StartAcquirerd(t)
+	args = append([]string{"--acquirer-addr", acq.Listen, "--acquirer-timeout", "500ms"}, args...)
+	n := nodetest.Start(t, nodetest.Options{Args: args})
+	return acq, n, n.CreateMerchant(t, 10000)
+}
+
+// txnOf returns the order's one transaction of operation op: the
+// operation's own in an operation's answer ("transaction"), else from the
+// order's map.
+func txnOf(t *testing.T, r *nodetest.Response, op string) map[string]any {
+	t.Helper()
+	if tx, ok := r.Get("transaction").(map[string]any); ok {
+		if tx["operation"] != op {
+			t.Fatalf("want a %s transaction: %s", op, r.Body)
+		}
+		return tx
+	}
+	var found map[string]any
+	txns, _ := r.Get("transactions").(map[string]any)
+	for _, v := range txns {
+		if tx := v.(map[string]any); tx["operation"] == op {
+			if found != nil {
+				t.Fatalf("two %s transactions: %s", op, r.Body)
+			}
+			found = tx
+		}
+	}
+	if found == nil {
+		t.Fatalf("no %s transaction: %s", op, r.Body)
+	}
+	return found
+}
+
+// authorize charges amount with the longest settle delay and waits for the
+// approval; it returns the order id and its authorisation's RRN.
+func authorize(t *testing.T, m *nodetest.Merchant, amount int64) (string, string) {
+	t.Helper()
+	id := newOrderID("mv")
+	m.Post(t, "charge", chargeBody(id, acquirer.CardVisaApproved, amount, 8760))
+	st := m.WaitStatus(t, id, "authorized", 20*time.Second)
+	return id, acquirer.RRN(txnOf(t, st, "auth")["id"].(string))
+}
+
+// reportRows is today's settlement report by RRN and type: the amounts
+// of each, in report order.
+func reportRows(acq *nodetest.Acquirerd) map[string][]string {
+	rows := map[string][]string{}
+	for _, r := range acq.Report(time.Now().UTC().Format(time.DateOnly))[1:] {
+		rows[r[2]+" "+r[4]] = append(rows[r[2]+" "+r[4]], r[5]+" "+r[6])
+	}
+	return rows
+}
+
+// waitReport polls the settlement report until cond holds.
+func waitReport(t *testing.T, acq *nodetest.Acquirerd, what string, cond func(map[string][]string) bool) map[string][]string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rows := reportRows(acq)
+		if cond(rows) {
+			return rows
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: settlement report %v", what, rows)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// once checks that the report holds key exactly once, with amount (USD).
+func once(t *testing.T, rows map[string][]string, key string, amount int64) {
+	t.Helper()
+	if got := rows[key]; len(got) != 1 || got[0] != strconv.FormatInt(amount, 10)+" USD" {
+		t.Fatalf("%s in the settlement report: %v, want once with %d USD (report %v)", key, got, amount, rows)
+	}
+}
+
+func TestEachMovementReachesTheAcquirerOnce(t *testing.T) {
+	acq, _, m := startMoves(t, "--settle-delay-unit", "10ms")
+
+	settled, settledRRN := authorize(t, m, 1000)
+	s := m.Post(t, "settle", map[string]any{"order_id": settled, "amount": 600})
+	if s.Str("status") != "settled" || txnOf(t, s, "settle")["status"] != "success" || txnOf(t, s, "settle")["arn"] == nil {
+		t.Fatalf("settle: %s", s.Body)
+	}
+	voided, voidedRRN := authorize(t, m, 700)
+	if v := m.Post(t, "void", map[string]any{"order_id": voided}); v.Str("status") != "voided" {
+		t.Fatalf("void: %s", v.Body)
+	}
+	sale := newOrderID("sale")
+	m.Post(t, "charge", chargeBody(sale, acquirer.CardVisaApproved, 900, 0))
+	st := m.WaitStatus(t, sale, "settled", 20*time.Second)
+	saleRRN := acquirer.RRN(txnOf(t, st, "sale")["id"].(string))
+	r := m.Post(t, "refund", map[string]any{"order_id": sale, "amount": 250})
+	refund := txnOf(t, r, "refund")
+	if refund["status"] != "success" || r.Num("refunded_amount") != 250 {
+		t.Fatalf("refund: %s", r.Body)
+	}
+	auto := newOrderID("auto")
+	m.Post(t, "charge", chargeBody(auto, acquirer.CardVisaApproved, 300, 1)) // 1 "hour" of 10 ms
+	autoTxn := txnOf(t, m.WaitStatus(t, auto, "settled", 30*time.Second), "auth")
+
+	rows := reportRows(acq)
+	once(t, rows, settledRRN+" capture", 600)
+	once(t, rows, saleRRN+" sale", 900)
+	once(t, rows, acquirer.RRN(refund["id"].(string))+" refund", 250)
+	once(t, rows, acquirer.RRN(autoTxn["id"].(string))+" capture", 300)
+	if len(rows[voidedRRN+" capture"]) != 0 || len(rows) != 4 {
+		t.Fatalf("settlement report %v: want exactly the capture, sale, refund and automatic capture", rows)
+	}
+}
+
+// drop_answers 1.0: the settle answers at once with its transaction
+// created and the order still authorised; when the fault ends the repeat
+// (0221) gets the host's first answer and the order settles, once.
+func TestSettleWithoutAnswerCompletesOnceWhenTheFaultEnds(t *testing.T) {
+	acq, _, m := startMoves(t)
+	id, rrn := authorize(t, m, 1000)
+	acq.SetFaults(`{"drop_answers":1}`)
+	s := m.Post(t, "settle", map[string]any{"order_id": id, "amount": 400})
+	if s.Status != 200 || s.Str("status") != "authorized" || txnOf(t, s, "settle")["status"] != "created" {
+		t.Fatalf("settle without an answer: %d %s", s.Status, s.Body)
+	}
+	// While it waits, another settle or a void is refused.
+	expectError(t, m.Post(t, "void", map[string]any{"order_id": id}), 409, "0.03", "status")
+	acq.SetFaults(`{}`)
+	st := m.WaitStatus(t, id, "settled", 30*time.Second)
+	if tx := txnOf(t, st, "settle"); tx["status"] != "success" || st.Num("settled_amount") != 400 {
+		t.Fatalf("settled: %s", st.Body)
+	}
+	once(t, reportRows(acq), rrn+" capture", 400)
+}
+
+// duplicate_answers 1.0: every answer comes twice; nothing moves twice.
+func TestDuplicateAnswersMoveNothingTwice(t *testing.T) {
+	acq, _, m := startMoves(t)
+	acq.SetFaults(`{"duplicate_answers":1}`)
+	id, rrn := authorize(t, m, 1000)
+	if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Str("status") != "settled" {
+		t.Fatalf("settle: %s", s.Body)
+	}
+	var refunds []string
+	for range 2 {
+		r := m.Post(t, "refund", map[string]any{"order_id": id, "amount": 300})
+		if tx := txnOf(t, r, "refund"); tx["status"] != "success" {
+			t.Fatalf("refund: %s", r.Body)
+		} else {
+			refunds = append(refunds, acquirer.RRN(tx["id"].(string)))
+		}
+	}
+	st := m.Post(t, "status", map[string]any{"order_id": id})
+	if st.Num("refunded_amount") != 600 {
+		t.Fatalf("after two refunds of 300: %s", st.Body)
+	}
+	rows := reportRows(acq)
+	once(t, rows, rrn+" capture", 1000)
+	for _, r := range refunds {
+		once(t, rows, r+" refund", 300)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("settlement report %v", rows)
+	}
+}
+
+// acquirerd killed with ten captures pending, then restarted: each
+// completes once.
+func TestAcquirerKilledWithCapturesPending(t *testing.T) {
+	acq, _, m := startMoves(t)
+	ids, rrns := make([]string, 10), make([]string, 10)
+	for i := range ids {
+		ids[i], rrns[i] = authorize(t, m, int64(100+i))
+	}
+	acq.Kill()
+	for _, id := range ids {
+		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Status != 200 || s.Str("status") != "authorized" {
+			t.Fatalf("settle while the acquirer is away: %d %s", s.Status, s.Body)
+		}
+	}
+	acq.Restart()
+	for _, id := range ids {
+		m.WaitStatus(t, id, "settled", 30*time.Second)
+	}
+	rows := reportRows(acq)
+	for i, rrn := range rrns {
+		once(t, rows, rrn+" capture", int64(100+i))
+	}
+}
+
+// The gateway SIGKILLed with movements pending (recorded, sent, answers
+// dropped): after its restart each completes once.
+func TestGatewayKilledWithMovementsPending(t *testing.T) {
+	acq, n, m := startMoves(t)
+	ids, rrns := make([]string, 5), make([]string, 5)
+	for i := range ids {
+		ids[i], rrns[i] = authorize(t, m, int64(200+i))
+	}
+	acq.SetFaults(`{"drop_answers":1}`)
+	for _, id := range ids {
+		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Str("status") != "authorized" {
+			t.Fatalf("settle without an answer: %s", s.Body)
+		}
+	}
+	n.Kill()
+	acq.SetFaults(`{}`)
+	n.Restart()
+	for _, id := range ids {
+		m.WaitStatus(t, id, "settled", 30*time.Second)
+	}
+	rows := reportRows(acq)
+	for i, rrn := range rrns {
+		once(t, rows, rrn+" capture", int64(200+i))
+	}
+}
+
+// A sale whose answer never comes is declined 6.02 and reversed: the host
+// decided (and recorded) it, and the reversal takes it out of the report.
+// A late approval changes nothing.
+func TestUnansweredSaleIsReversedAndDeclined(t *testing.T) {
+	acq, _, m := startMoves(t)
+	acq.SetFaults(`{"drop_answers":1}`)
+	id := newOrderID("lost")
+	m.Post(t, "charge", chargeBody(id, acquirer.CardVisaApproved, 800, 0))
+	st := m.WaitStatus(t, id, "declined", 60*time.Second)
+	if st.Str("decline.code") != "6.02" {
+		t.Fatalf("unanswered sale: %s", st.Body)
+	}
+	rrn := acquirer.RRN(txnOf(t, st, "sale")["id"].(string))
+	if rows := reportRows(acq); len(rows[rrn+" sale"]) != 1 {
+		t.Fatalf("the host should have recorded the sale it did not answer: %v", rows)
+	}
+	acq.SetFaults(`{}`)
+	waitReport(t, acq, "the reversal to take the sale out", func(rows map[string][]string) bool {
+		return len(rows[rrn+" sale"]) == 0
+	})
+	if st := m.Post(t, "status", map[string]any{"order_id": id}); st.Str("status") != "declined" {
+		t.Fatalf("after the reversal: %s", st.Body)
+	}
+}
