@@ -1,6 +1,10 @@
 package node_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -231,8 +235,9 @@ func TestGatewayKilledWithMovementsPending(t *testing.T) {
 }
 
 // A sale whose answer never comes is declined 6.02 and reversed: the host
-// decided (and recorded) it, and the reversal takes it out of the report.
-// A late approval changes nothing.
+// decided and recorded it, and the reversal (recorded once, answered once
+// the fault ends) takes it out of the report. A late approval changes
+// nothing.
 func TestUnansweredSaleIsReversedAndDeclined(t *testing.T) {
 	acq, _, m := startMoves(t)
 	acq.SetFaults(`{"drop_answers":1}`)
@@ -243,14 +248,42 @@ func TestUnansweredSaleIsReversedAndDeclined(t *testing.T) {
 		t.Fatalf("unanswered sale: %s", st.Body)
 	}
 	rrn := acquirer.RRN(txnOf(t, st, "sale")["id"].(string))
-	if rows := reportRows(acq); len(rows[rrn+" sale"]) != 1 {
-		t.Fatalf("the host should have recorded the sale it did not answer: %v", rows)
-	}
 	acq.SetFaults(`{}`)
-	waitReport(t, acq, "the reversal to take the sale out", func(rows map[string][]string) bool {
-		return len(rows[rrn+" sale"]) == 0
-	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		recs := ledger(t, acq, rrn)
+		if recs["sale 00"] == 1 && recs["reversal 00"] == 1 && len(recs) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger records of the lost sale: %v, want the approved sale and its reversal, once each", recs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if rows := reportRows(acq); len(rows[rrn+" sale"]) != 0 {
+		t.Fatalf("a reversed sale in the settlement report: %v", rows)
+	}
 	if st := m.Post(t, "status", map[string]any{"order_id": id}); st.Str("status") != "declined" {
 		t.Fatalf("after the reversal: %s", st.Body)
 	}
+}
+
+// ledger counts acquirerd's ledger records of rrn by kind and response.
+func ledger(t *testing.T, acq *nodetest.Acquirerd, rrn string) map[string]int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(acq.DataDir, "ledger-*.jsonl"))
+	n := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+			var r struct{ Kind, RRN, Response string }
+			if json.Unmarshal(line, &r) == nil && r.RRN == rrn {
+				n[r.Kind+" "+r.Response]++
+			}
+		}
+	}
+	return n
 }
