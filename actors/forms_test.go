@@ -9,6 +9,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
 )
@@ -198,7 +199,7 @@ func TestThreeDSResumeDecidesAgain(t *testing.T) {
 	cmd := &order.Command{Kind: order.KindCreate, Time: time.Now().UnixNano(), Merchant: "m1", OrderID: "left",
 		TxnID: "txn-left", RequestHash: "h", Create: &order.CreateData{Amount: 50, Currency: "USD",
 			ProcessingMID: "mid", SettleDelayHours: 24, Source: seed.Source}}
-	if _, err := f.proposer.Propose(context.Background(), &persistence.Cmd{Order: cmd}); err != nil {
+	if _, err := f.proposer.Propose(context.Background(), &command.Cmd{Order: cmd}); err != nil {
 		t.Fatal(err)
 	}
 	if !f.pendingAuths(t)["left"] {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/webhook"
 )
 
@@ -100,15 +101,15 @@ func TestSchedulerPrunesIdempotencyRecords(t *testing.T) {
 			RequestHash: "h", IdempotencyKey: "key-" + id,
 			Create: &order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 1,
 				Source: order.PaymentSource{Type: "card"}}}
-		if r, err := f.proposer.Propose(context.Background(), &persistence.Cmd{Order: cmd}); err != nil || r.Order == nil {
+		if r, err := f.proposer.Propose(context.Background(), &command.Cmd{Order: cmd}); err != nil || r.Order == nil {
 			t.Fatalf("create %s: %+v %v", id, r, err)
 		}
 	}
 	for i := range old {
-		keyed(i, now.Add(-persistence.IdempotencyWindow-idempotencyMargin-time.Minute))
+		keyed(i, now.Add(-order.IdempotencyWindow-idempotencyMargin-time.Minute))
 	}
 	for i := old; i < old+young; i++ {
-		keyed(i, now.Add(-persistence.IdempotencyWindow-idempotencyMargin+time.Minute))
+		keyed(i, now.Add(-order.IdempotencyWindow-idempotencyMargin+time.Minute))
 	}
 	s := &Scheduler{Store: f.store, Registry: f.reg, Logger: f.deps.Logger, Proposer: f.proposer,
 		Now: func() time.Time { return now }, PageSize: page}

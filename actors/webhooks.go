@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/signature"
 	"github.com/paygate/gateway/transport/webhook"
 )
@@ -909,8 +910,8 @@ func (d *deliveryActor) Receive(ctx actor.Context) {
 
 // send makes one attempt at n and returns its result with the next due
 // time, to be replicated.
-func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
-	upd := &persistence.NotifyUpdate{ID: n.ID}
+func (w *Webhooks) send(n *persistence.Notification) *command.NotifyUpdate {
+	upd := &command.NotifyUpdate{ID: n.ID}
 	pk, key, ok := w.cfg.Keys(n.Merchant)
 	start := w.cfg.Now()
 	w.renewLease(n.ID, start)
@@ -923,7 +924,7 @@ func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
 		res = webhook.Attempt{Error: "merchant webhook keys unknown"}
 	}
 	upd.Time = w.cfg.Now().UnixNano()
-	upd.Attempt = &persistence.AttemptRecord{At: start.UnixNano(), HTTPCode: res.HTTPCode, Error: res.Error, DurationNs: int64(res.Duration)}
+	upd.Attempt = &command.AttemptRecord{At: start.UnixNano(), HTTPCode: res.HTTPCode, Error: res.Error, DurationNs: int64(res.Duration)}
 	upd.Delivered = res.Delivered
 	if !res.Delivered {
 		upd.NextDueAt = NextAttemptAt(n, start, w.cfg.RetryDelays)
@@ -933,10 +934,10 @@ func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
 }
 
 // commit replicates an attempt's result.
-func (w *Webhooks) commit(n *persistence.Notification, upd *persistence.NotifyUpdate) {
+func (w *Webhooks) commit(n *persistence.Notification, upd *command.NotifyUpdate) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := w.cfg.Proposer.Propose(ctx, &persistence.Cmd{Notify: upd}); err != nil {
+	if _, err := w.cfg.Proposer.Propose(ctx, &command.Cmd{Notify: upd}); err != nil {
 		// Not committed: the notification stays due and is tried again.
 		w.cfg.Logger.Warn("webhook attempt result not committed", "notification_id", n.ID, "error", err)
 		return

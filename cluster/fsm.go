@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // FSM is the thin adapter between the Raft log and the store: it decodes
@@ -34,7 +35,7 @@ type FSM struct {
 	// OnCommit, when set, is called after each committed batch with the
 	// notifications it created (the dispatcher wakes on them). It runs on
 	// the FSM goroutine: it must not block.
-	OnCommit func(created []*persistence.Notification, merchants []*persistence.Merchant)
+	OnCommit func(created []*persistence.Notification, merchants []*command.Merchant)
 	// applyLat times each batch of entries applied to the store.
 	applyLat *metrics.PrometheusHistogram
 	// pace bounds the write rate of snapshots (nil: unbounded); Start sets
@@ -82,7 +83,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	var last uint64
 	b := f.store.NewBatch()
 	defer b.Close()
-	var merchants []*persistence.Merchant
+	var merchants []*command.Merchant
 	// replayed names the orders of entries the store has already applied
 	// (raft replays its log after a restart) but whose changes to the
 	// pending-authorisation set it may not hold: the set is checkpointed
@@ -94,7 +95,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		if l.Type != raft.LogCommand || l.Index <= min(applied, exactAt) {
 			continue
 		}
-		cmds, err := DecodeEntry(l.Data) // entry.go
+		cmds, err := command.DecodeEntry(l.Data)
 		if err != nil {
 			// A committed entry this binary cannot read (one written by a
 			// newer version, or a codec bug) holds acknowledged money

@@ -17,6 +17,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // The in-process cluster: N raft nodes, each with its own raft-wal log,
@@ -94,7 +95,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		h.start(i, false)
 		n := h.nodes[i]
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := first.Join(ctx, persistence.Member{NodeID: n.id, RaftAddr: string(n.addr), HTTPAddr: "http-" + n.id})
+		err := first.Join(ctx, command.Member{NodeID: n.id, RaftAddr: string(n.addr), HTTPAddr: "http-" + n.id})
 		cancel()
 		if err != nil {
 			t.Fatalf("join %s: %v", n.id, err)
@@ -398,7 +399,7 @@ func (h *harness) propose(cmd *order.Command, timeout time.Duration) (persistenc
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	res, err := l.Propose(ctx, &persistence.Cmd{Order: cmd})
+	res, err := l.Propose(ctx, &command.Cmd{Order: cmd})
 	// An idempotency replay changed nothing: its empty outcome is not an
 	// acknowledged change of this order.
 	if err == nil && res.Err == nil && res.Replayed == nil && res.Outcome.Changed() {

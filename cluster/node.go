@@ -22,6 +22,7 @@ import (
 	raftwal "github.com/hashicorp/raft-wal"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // ErrNoLeader means this node cannot commit right now: it is not the leader
@@ -305,7 +306,7 @@ func checkLogCoversStore(applied uint64, logs raft.LogStore, snaps raft.Snapshot
 // Propose replicates one command and returns its applied result. A nil
 // error means the command is committed in the log and applied locally.
 // Concurrent proposals share log entries (proposer.go).
-func (n *Node) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+func (n *Node) Propose(ctx context.Context, cmd *command.Cmd) (persistence.Result, error) {
 	return n.collector.propose(ctx, cmd)
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/raft"
 
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // A paced writer hands everything on, no faster than its rate after the
@@ -51,8 +51,8 @@ func TestShutdownStopsAPacedSnapshot(t *testing.T) {
 	defer cancel()
 	pad := strings.Repeat("x", 10_000)
 	for i := range 200 { // ~2 MB of state
-		m := &persistence.Merchant{ID: "mer_" + string(rune('a'+i%26)) + strings.Repeat("y", i), Name: pad}
-		if _, err := node.Propose(ctx, &persistence.Cmd{Merchant: m}); err != nil {
+		m := &command.Merchant{ID: "mer_" + string(rune('a'+i%26)) + strings.Repeat("y", i), Name: pad}
+		if _, err := node.Propose(ctx, &command.Cmd{Merchant: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestSnapshotMetrics(t *testing.T) {
 	waitLeaderAlone(t, node)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := node.Propose(ctx, &persistence.Cmd{Merchant: &persistence.Merchant{ID: "mer_snap", Name: strings.Repeat("n", 5000)}}); err != nil {
+	if _, err := node.Propose(ctx, &command.Cmd{Merchant: &command.Merchant{ID: "mer_snap", Name: strings.Repeat("n", 5000)}}); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshotCount(t)

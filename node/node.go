@@ -20,6 +20,7 @@ import (
 	"github.com/paygate/gateway/actors"
 	"github.com/paygate/gateway/cluster"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
 	"github.com/paygate/gateway/transport/server"
@@ -192,7 +193,7 @@ func (n *Node) loadMerchants() error {
 
 // onCommit runs on the FSM goroutine after each batch: keep the merchant
 // directory current. It must not block.
-func (n *Node) onCommit(created []*persistence.Notification, merchants []*persistence.Merchant) {
+func (n *Node) onCommit(created []*persistence.Notification, merchants []*command.Merchant) {
 	if len(created) > 0 && n.webhooks != nil {
 		n.webhooks.Offer(created)
 	}
@@ -315,7 +316,7 @@ func (n *Node) ensureDevMerchant() {
 		n.logger.Error("dev merchant", "error", err)
 		return
 	}
-	if _, err := n.raft.Propose(context.Background(), &persistence.Cmd{Merchant: rec}); err != nil {
+	if _, err := n.raft.Propose(context.Background(), &command.Cmd{Merchant: rec}); err != nil {
 		n.logger.Error("dev merchant", "error", err)
 	}
 }

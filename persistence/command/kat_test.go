@@ -1,4 +1,4 @@
-package cluster
+package command
 
 import (
 	"bufio"
@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/paygate/gateway/order"
-	"github.com/paygate/gateway/persistence"
 )
 
 var updateKnownAnswers = flag.Bool("update-known-answers", false,
@@ -24,7 +23,7 @@ var updateKnownAnswers = flag.Bool("update-known-answers", false,
 // order and token records the commands leave in the store.
 func knownAnswerCases() map[string]func() ([]byte, any, func([]byte) (any, error)) {
 	samples := entrySamples()
-	entry := func(cmds []persistence.Cmd) func() ([]byte, any, func([]byte) (any, error)) {
+	entry := func(cmds []Cmd) func() ([]byte, any, func([]byte) (any, error)) {
 		return func() ([]byte, any, func([]byte) (any, error)) {
 			b, err := EncodeEntry(cmds)
 			if err != nil {
@@ -34,7 +33,7 @@ func knownAnswerCases() map[string]func() ([]byte, any, func([]byte) (any, error
 		}
 	}
 	cases := map[string]func() ([]byte, any, func([]byte) (any, error)){}
-	var all []persistence.Cmd
+	var all []Cmd
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range samples {
 			if !yield(k) {
@@ -42,7 +41,7 @@ func knownAnswerCases() map[string]func() ([]byte, any, func([]byte) (any, error
 			}
 		}
 	}) {
-		cases["entry/"+name] = entry([]persistence.Cmd{samples[name]})
+		cases["entry/"+name] = entry([]Cmd{samples[name]})
 		all = append(all, samples[name])
 	}
 	cases["entry/packed"] = entry(all)
@@ -52,11 +51,11 @@ func knownAnswerCases() map[string]func() ([]byte, any, func([]byte) (any, error
 		Txns:        []order.Transaction{{ID: "t1", Operation: order.OpAuth, Status: order.TxnSuccess, Amount: 1000}},
 		RequestHash: "h1", CreatedAt: 1, UpdatedAt: 2, Version: 2}
 	cases["record/order"] = func() ([]byte, any, func([]byte) (any, error)) {
-		return order.AppendOrder(nil, o), o, func(b []byte) (any, error) { return order.DecodeOrder(b) }
+		return AppendOrder(nil, o), o, func(b []byte) (any, error) { return DecodeOrder(b) }
 	}
 	g := &order.TokenGrant{Merchant: "m1", CardID: "card1", ExpiresAt: 9, Source: o.Source}
 	cases["record/token"] = func() ([]byte, any, func([]byte) (any, error)) {
-		return order.AppendTokenGrant(nil, g), g, func(b []byte) (any, error) { return order.DecodeTokenGrant(b) }
+		return AppendTokenGrant(nil, g), g, func(b []byte) (any, error) { return DecodeTokenGrant(b) }
 	}
 	return cases
 }
