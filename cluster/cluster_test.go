@@ -218,9 +218,17 @@ func TestClusterRandomFaults(t *testing.T) {
 
 // A node down while the log is compacted past its last entry catches up
 // from a snapshot (InstallSnapshot → FSM.Restore) and ends identical.
-func TestClusterSnapshotCatchUp(t *testing.T) {
+func TestClusterSnapshotCatchUp(t *testing.T) { snapshotCatchUp(t, false) }
+
+// The same over an in-memory StateMachine: the Raft plumbing (proposals,
+// the FSM, snapshots, InstallSnapshot, recovery at start) needs no Pebble,
+// and a restarted node, whose memory state is empty, is rebuilt from a
+// snapshot and the log.
+func TestClusterSnapshotCatchUpInMemory(t *testing.T) { snapshotCatchUp(t, true) }
+
+func snapshotCatchUp(t *testing.T, memory bool) {
 	seed := testSeed(t)
-	h := newHarness(t, harnessOptions{seed: seed, snapshotThreshold: 32, walSegmentBytes: 32 << 10})
+	h := newHarness(t, harnessOptions{seed: seed, snapshotThreshold: 32, walSegmentBytes: 32 << 10, memory: memory})
 	lagging := 2
 	h.kill(lagging)
 	var lastIdx uint64

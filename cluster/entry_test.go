@@ -24,7 +24,7 @@ func TestFSMAppliesBothEntryFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	fsm, err := NewFSM(store, logger)
+	fsm, err := NewFSM(StoreState(store), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ type harnessOptions struct {
 	snapshotThreshold uint64
 	walSegmentBytes   int
 	seed              int64
+	// memory runs every node over a memState instead of a Pebble store; a
+	// restarted node starts with an empty one.
+	memory bool
 }
 
 type harness struct {
@@ -63,7 +66,8 @@ type hnode struct {
 	dir  string
 
 	mu    sync.RWMutex
-	store *persistence.Store
+	store *persistence.Store // nil with harnessOptions.memory
+	mem   *memState          // set with harnessOptions.memory
 	fsm   *FSM
 	node  *Node
 	up    bool
@@ -111,11 +115,20 @@ func (h *harness) start(i int, bootstrap bool) {
 	n := h.nodes[i]
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	store, err := persistence.Open(filepath.Join(n.dir, "state"), h.logger)
-	if err != nil {
-		h.t.Fatal(err)
+	var store *persistence.Store
+	var mem *memState
+	var state StateMachine
+	if h.opts.memory {
+		mem = newMemState()
+		state = mem
+	} else {
+		var err error
+		if store, err = persistence.Open(filepath.Join(n.dir, "state"), h.logger); err != nil {
+			h.t.Fatal(err)
+		}
+		state = StoreState(store)
 	}
-	fsm, err := NewFSM(store, h.logger)
+	fsm, err := NewFSM(state, h.logger)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -130,7 +143,7 @@ func (h *harness) start(i int, bootstrap bool) {
 		h.t.Fatal(err)
 	}
 	h.terms.watch(node.Raft, n.id)
-	n.store, n.fsm, n.node, n.up = store, fsm, node, true
+	n.store, n.mem, n.fsm, n.node, n.up = store, mem, fsm, node, true
 }
 
 // kill stops a node (raft shut down, store closed); restart brings it back
@@ -146,8 +159,10 @@ func (h *harness) kill(i int) {
 	if err := n.node.Shutdown(); err != nil {
 		h.t.Logf("shutdown %s: %v", n.id, err)
 	}
-	if err := n.store.Close(); err != nil {
-		h.t.Errorf("close store %s: %v", n.id, err)
+	if n.store != nil {
+		if err := n.store.Close(); err != nil {
+			h.t.Errorf("close store %s: %v", n.id, err)
+		}
 	}
 	n.up = false
 }
@@ -163,6 +178,14 @@ func (n *hnode) with(fn func(node *Node, store *persistence.Store)) bool {
 	}
 	fn(n.node, n.store)
 	return true
+}
+
+// getOrder reads an order from the node's state, Pebble or memory.
+func (n *hnode) getOrder(st *persistence.Store, merchant, id string) (*order.Order, error) {
+	if n.mem != nil {
+		return n.mem.getOrder(merchant, id), nil
+	}
+	return st.GetOrder(merchant, id)
 }
 
 // leader returns the node that leads now, or nil.
@@ -289,8 +312,8 @@ func (h *harness) verifyDigests() {
 	}
 	views := map[string]view{}
 	for _, n := range h.nodes {
-		n.with(func(_ *Node, st *persistence.Store) {
-			d, idx, err := st.Digest()
+		n.with(func(nd *Node, _ *persistence.Store) {
+			d, idx, err := nd.FSM.store.Digest()
 			if err != nil {
 				h.t.Errorf("digest %s: %v", n.id, err)
 			}
@@ -314,7 +337,7 @@ func (h *harness) verifyAcked() {
 	for _, a := range h.acked.all() {
 		for _, n := range h.nodes {
 			n.with(func(_ *Node, st *persistence.Store) {
-				o, err := st.GetOrder(testMerchant, a.orderID)
+				o, err := n.getOrder(st, testMerchant, a.orderID)
 				switch {
 				case err != nil:
 					h.t.Errorf("%s: read %s: %v", n.id, a.orderID, err)
@@ -487,7 +510,7 @@ func (w *workload) next(rng *rand.Rand, oid string) (cmd *order.Command, final b
 	}
 	var cur *order.Order
 	var rerr error
-	if !ln.with(func(_ *Node, st *persistence.Store) { cur, rerr = st.GetOrder(testMerchant, oid) }) || rerr != nil {
+	if !ln.with(func(_ *Node, st *persistence.Store) { cur, rerr = ln.getOrder(st, testMerchant, oid) }) || rerr != nil {
 		return nil, false
 	}
 	cmd = &order.Command{Time: time.Now().UnixNano(), Merchant: testMerchant, OrderID: oid, TxnID: w.txnID()}

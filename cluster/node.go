@@ -228,7 +228,7 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 		wal.Close()
 		return nil, err
 	}
-	if err := checkLogCoversStore(fsm.AppliedIndex(), wal, snaps, dir, logDir); err != nil {
+	if err := checkLogCoversStore(fsm.store, fsm.AppliedIndex(), wal, snaps, dir, logDir); err != nil {
 		wal.Close()
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 // replays its log after the last entry replayed so far, but the stream is
 // the whole store. A follower that installed such a snapshot and was
 // stopped before its log reached the stream's index is whole.
-func checkLogCoversStore(applied uint64, logs raft.LogStore, snaps raft.SnapshotStore, snapDir, logDir string) error {
+func checkLogCoversStore(state StateMachine, applied uint64, logs raft.LogStore, snaps raft.SnapshotStore, snapDir, logDir string) error {
 	end, err := logs.LastIndex()
 	if err != nil {
 		return err
@@ -291,7 +291,7 @@ func checkLogCoversStore(applied uint64, logs raft.LogStore, snaps raft.Snapshot
 	if len(list) > 0 {
 		end = max(end, list[0].Index)
 		if applied > end {
-			if holds, err := snapshotApplied(snaps, snapDir, list[0].ID); err == nil {
+			if holds, err := snapshotApplied(state, snaps, snapDir, list[0].ID); err == nil {
 				end = max(end, holds)
 			}
 		}

@@ -30,7 +30,7 @@ func (r *replayFixture) open() {
 	}
 	// No checkpoint but the ones the test asks for.
 	s.SetPendingCheckpointEvery(time.Hour)
-	f, err := NewFSM(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f, err := NewFSM(StoreState(s), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		r.t.Fatal(err)
 	}

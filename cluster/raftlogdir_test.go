@@ -31,7 +31,7 @@ func startAloneWith(t *testing.T, dataDir, logDir string, change func(*Config)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsm, err := NewFSM(store, logger)
+	fsm, err := NewFSM(StoreState(store), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

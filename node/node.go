@@ -83,7 +83,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if n.store, err = persistence.Open(filepath.Join(cfg.DataDir, "state"), logger); err != nil {
 		return nil, err
 	}
-	fsm, err := cluster.NewFSM(n.store, logger)
+	fsm, err := cluster.NewFSM(cluster.StoreState(n.store), logger)
 	if err != nil {
 		return nil, err
 	}
