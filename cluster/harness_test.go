@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,6 +65,10 @@ type hnode struct {
 	id   string
 	addr raft.ServerAddress
 	dir  string
+
+	// logFailing makes every append to this node's raft log fail
+	// (failingLogStore) while it is set.
+	logFailing atomic.Bool
 
 	mu    sync.RWMutex
 	store *persistence.Store // nil with harnessOptions.memory
@@ -138,6 +143,7 @@ func (h *harness) start(i int, bootstrap bool) {
 		SnapshotThreshold: h.opts.snapshotThreshold, SnapshotInterval: 50 * time.Millisecond,
 		HTTPAddr: "http-" + n.id, Transport: h.net.transport(n.addr), RaftLogOutput: io.Discard,
 		WALSegmentBytes: h.opts.walSegmentBytes,
+		wrapLogStore:    func(ls raft.LogStore) raft.LogStore { return failingLogStore{LogStore: ls, failing: &n.logFailing} },
 	}, fsm)
 	if err != nil {
 		h.t.Fatal(err)

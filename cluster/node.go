@@ -1,6 +1,8 @@
 // Package cluster runs the Raft log: the node's raft instance, its FSM over
-// the store, and the Proposer the order actors use. Actors never touch raft
-// directly; they hand commands to Propose and get the applied result back.
+// a StateMachine (the store in a node, StoreState), and the Proposer the
+// order actors use. Actors never touch raft directly; they hand commands to
+// Propose and get the applied result back. The log's format is package
+// persistence/command's.
 package cluster
 
 import (
@@ -74,6 +76,8 @@ type Config struct {
 	Transport raft.Transport
 	// RaftLogOutput receives raft's own warnings (default stderr).
 	RaftLogOutput io.Writer
+	// wrapLogStore, in tests, wraps the raft log store (to fail appends).
+	wrapLogStore func(raft.LogStore) raft.LogStore
 }
 
 // logCacheEntries is how many recent log entries raft keeps in memory.
@@ -235,9 +239,13 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	// Recent entries stay in memory: the leader reads each entry back to
 	// send it to every follower, and every node reads it again to apply
 	// it. Without the cache each of those reads goes to the WAL's files.
-	logs, err := raft.NewLogCache(logCacheEntries, timedLogStore{
+	var logStore raft.LogStore = timedLogStore{
 		LogStore: wal, appendLat: metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_log_append_seconds`, stageBuckets),
-	})
+	}
+	if cfg.wrapLogStore != nil {
+		logStore = cfg.wrapLogStore(logStore)
+	}
+	logs, err := raft.NewLogCache(logCacheEntries, logStore)
 	if err != nil {
 		wal.Close()
 		return nil, err

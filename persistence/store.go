@@ -16,6 +16,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-json-experiment/json"
 
 	"github.com/paygate/gateway/order"
@@ -93,9 +94,18 @@ type Store struct {
 
 // Open opens or creates the store in dir.
 func Open(dir string, logger *slog.Logger) (*Store, error) {
+	return OpenFS(vfs.Default, dir, logger)
+}
+
+// OpenFS opens or creates the store in dir on fs. A node's is the
+// operating system's (Open); tests pass pebble's in-memory, crashable or
+// failing filesystems (vfs.NewCrashableMem, vfs/errorfs) to show that a
+// failed write or fsync stops the node and loses nothing acknowledged.
+func OpenFS(fs vfs.FS, dir string, logger *slog.Logger) (*Store, error) {
 	cache := pebble.NewCache(blockCacheBytes)
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
+		FS:                 fs,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{logger},
 		Cache:              cache,
