@@ -7,12 +7,10 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,36 +18,15 @@ import (
 	"github.com/paygate/gateway/transport/wallet/internal/ber"
 	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
 	"github.com/paygate/gateway/transport/wallet/tokenmaker"
+	"github.com/paygate/gateway/transport/wallet/tokenmaker/tokenmakertest"
 	"github.com/paygate/gateway/transport/wallet/walleta"
 )
 
-var (
-	setOnce sync.Once
-	set     *tokenmaker.DevSet
-	setErr  error
-)
-
-// devSet is the committed fixture set (its certificates are valid for 50
-// years from wallettest.KATNow), so tests make fresh tokens without generating keys.
-func devSet(t *testing.T) *tokenmaker.DevSet {
-	t.Helper()
-	setOnce.Do(func() { set, setErr = tokenmaker.LoadDevSet("testdata") })
-	if setErr != nil {
-		t.Fatal(setErr)
-	}
-	if set.A == nil {
-		t.Fatal("testdata holds no walleta-pay set")
-	}
-	return set
-}
+// devSet is the committed fixture set of testdata.
+var devSet = tokenmakertest.DevSet
 
 func config(t *testing.T, ds *tokenmaker.DevSet) walleta.Config {
-	t.Helper()
-	cfg, err := ds.WalletAConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return tokenmakertest.Config(t, ds.WalletAConfig)
 }
 
 // withA returns a copy of the set whose walleta-pay half edit changed.
@@ -61,11 +38,12 @@ func withA(ds *tokenmaker.DevSet, edit func(a *tokenmaker.WalletADev)) *tokenmak
 	return &c
 }
 
-const testPAN = "4012888888881881"
+const testPAN = tokenmakertest.PAN
 
 func input() tokenmaker.PaymentInput {
-	return tokenmaker.PaymentInput{PAN: testPAN, ExpMonth: "09", ExpYear: "2032", Amount: 4250, Currency: "GBP",
-		Cryptogram: "AJ2mQXoAAAAAAAAAAAAAAAAAAAA=", ECI: "07"}
+	in := tokenmakertest.Input()
+	in.Amount, in.Currency = 4250, "GBP"
+	return in
 }
 
 func TestKnownAnswer(t *testing.T) {
@@ -587,15 +565,7 @@ func TestLoadConfig(t *testing.T) {
 
 func readToken(t *testing.T, name string) walleta.Token {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tok walleta.Token
-	if err := json.Unmarshal(b, &tok); err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return wallettest.ReadJSON[walleta.Token](t, name)
 }
 
 func BenchmarkDecrypt(b *testing.B) {

@@ -13,43 +13,21 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/paygate/gateway/transport/wallet"
 	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
 	"github.com/paygate/gateway/transport/wallet/tokenmaker"
+	"github.com/paygate/gateway/transport/wallet/tokenmaker/tokenmakertest"
 	"github.com/paygate/gateway/transport/wallet/walletb"
 )
 
-var (
-	setOnce sync.Once
-	set     *tokenmaker.DevSet
-	setErr  error
-)
-
-// devSet is the committed fixture set (root keys valid for 50 years from
-// wallettest.KATNow), so tests make fresh tokens without generating keys.
-func devSet(t *testing.T) *tokenmaker.DevSet {
-	t.Helper()
-	setOnce.Do(func() { set, setErr = tokenmaker.LoadDevSet("testdata") })
-	if setErr != nil {
-		t.Fatal(setErr)
-	}
-	if set.B == nil {
-		t.Fatal("testdata holds no walletb-pay set")
-	}
-	return set
-}
+// devSet is the committed fixture set of testdata.
+var devSet = tokenmakertest.DevSet
 
 func config(t *testing.T, ds *tokenmaker.DevSet) walletb.Config {
-	t.Helper()
-	cfg, err := ds.WalletBConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return tokenmakertest.Config(t, ds.WalletBConfig)
 }
 
 func withB(ds *tokenmaker.DevSet, edit func(b *tokenmaker.WalletBDev)) *tokenmaker.DevSet {
@@ -64,24 +42,17 @@ func withB(ds *tokenmaker.DevSet, edit func(b *tokenmaker.WalletBDev)) *tokenmak
 	return &c
 }
 
-const testPAN = "4012888888881881"
+const testPAN = tokenmakertest.PAN
 
 func input() tokenmaker.PaymentInput {
-	return tokenmaker.PaymentInput{PAN: testPAN, ExpMonth: "09", ExpYear: "2032",
-		Cryptogram: "AJ2mQXoAAAAAAAAAAAAAAAAAAAA=", ECI: "07", GatewayMerchantID: "merchant-7"}
+	in := tokenmakertest.Input()
+	in.GatewayMerchantID = "merchant-7"
+	return in
 }
 
 func readToken(t *testing.T, name string) walletb.Token {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tok walletb.Token
-	if err := json.Unmarshal(b, &tok); err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return wallettest.ReadJSON[walletb.Token](t, name)
 }
 
 func TestKnownAnswer(t *testing.T) {
