@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,7 +58,19 @@ func TestShutdownStopsAPacedSnapshot(t *testing.T) {
 		}
 	}
 	snap := node.Raft.Snapshot()
-	time.Sleep(300 * time.Millisecond) // the snapshot is being written
+	// The snapshot is being written once raft's unfinished snapshot folder
+	// holds some of the state.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		written, _ := filepath.Glob(filepath.Join(dataDir, "raft", "snapshots", "*.tmp", "state.bin"))
+		if len(written) > 0 {
+			if fi, err := os.Stat(written[0]); err == nil && fi.Size() > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the snapshot did not start writing")
+		}
+	}
 	start := time.Now()
 	if err := node.Shutdown(); err != nil {
 		t.Logf("shutdown: %v", err)
