@@ -25,6 +25,10 @@ import (
 // devSet is the committed fixture set of testdata.
 var devSet = tokenmakertest.DevSet
 
+// decoder is this wallet's side of the tests the wallets share.
+var decoder = tokenmakertest.Decoder[walleta.Config, walleta.Token]{
+	Config: (*tokenmaker.DevSet).WalletAConfig, Token: (*tokenmaker.DevSet).WalletA, Decrypt: walleta.Decrypt}
+
 func config(t *testing.T, ds *tokenmaker.DevSet) walleta.Config {
 	return tokenmakertest.Config(t, ds.WalletAConfig)
 }
@@ -118,28 +122,14 @@ func TestProcessingKeyAsECDH(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ProcessingKey, cfg.ExtraProcessingKeys = k, nil
-	tok, err := ds.WalletA(walleta.VersionEC, input())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := walleta.Decrypt(cfg, tok); err != nil {
-		t.Fatal(err)
-	}
+	decoder.DecryptsWith(t, ds, cfg, walleta.VersionEC, input())
 }
 
 // TestReplayIsTheCallersJob: the package is stateless; the same token
 // decrypts twice and names the same transaction id both times.
 func TestReplayIsTheCallersJob(t *testing.T) {
-	ds := devSet(t)
-	cfg := config(t, ds)
-	tok, err := ds.WalletA(walleta.VersionEC, input())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1, err1 := walleta.Decrypt(cfg, tok)
-	p2, err2 := walleta.Decrypt(cfg, tok)
-	if err1 != nil || err2 != nil || p1.ReplayKey() != p2.ReplayKey() || p1.TransactionID == "" {
-		t.Fatalf("%v %v %v %v", p1, p2, err1, err2)
+	if p := decoder.DecryptsTwice(t, devSet(t), walleta.VersionEC, input(), "walleta-pay:"); p.TransactionID == "" {
+		t.Fatalf("no transaction id: %+v", p)
 	}
 }
 
@@ -569,22 +559,5 @@ func readToken(t *testing.T, name string) walleta.Token {
 }
 
 func BenchmarkDecrypt(b *testing.B) {
-	ds, err := tokenmaker.LoadDevSet("testdata")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, _ := ds.WalletAConfig()
-	for _, v := range []string{walleta.VersionEC, walleta.VersionRSA} {
-		tok, err := ds.WalletA(v, input())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(v, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := walleta.Decrypt(cfg, tok); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	decoder.Benchmark(b, []string{walleta.VersionEC, walleta.VersionRSA}, input())
 }

@@ -26,6 +26,10 @@ import (
 // devSet is the committed fixture set of testdata.
 var devSet = tokenmakertest.DevSet
 
+// decoder is this wallet's side of the tests the wallets share.
+var decoder = tokenmakertest.Decoder[walletb.Config, walletb.Token]{
+	Config: (*tokenmaker.DevSet).WalletBConfig, Token: (*tokenmaker.DevSet).WalletB, Decrypt: walletb.Decrypt}
+
 func config(t *testing.T, ds *tokenmaker.DevSet) walletb.Config {
 	return tokenmakertest.Config(t, ds.WalletBConfig)
 }
@@ -129,27 +133,11 @@ func TestRecipientKeyAsECDH(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.PrivateKey = k
-	tok, err := ds.WalletB(walletb.VersionECv2, input())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := walletb.Decrypt(cfg, tok); err != nil {
-		t.Fatal(err)
-	}
+	decoder.DecryptsWith(t, ds, cfg, walletb.VersionECv2, input())
 }
 
 func TestReplayIsTheCallersJob(t *testing.T) {
-	ds := devSet(t)
-	cfg := config(t, ds)
-	tok, err := ds.WalletB(walletb.VersionECv2, input())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1, err1 := walletb.Decrypt(cfg, tok)
-	p2, err2 := walletb.Decrypt(cfg, tok)
-	if err1 != nil || err2 != nil || p1.ReplayKey() != p2.ReplayKey() || !strings.HasPrefix(p1.ReplayKey(), "walletb-pay:") {
-		t.Fatalf("%v %v %v %v", p1, p2, err1, err2)
-	}
+	decoder.DecryptsTwice(t, devSet(t), walletb.VersionECv2, input(), "walletb-pay:")
 }
 
 func TestRefusals(t *testing.T) {
@@ -405,22 +393,5 @@ func mustSign(k *ecdsa.PrivateKey, digest []byte) []byte {
 }
 
 func BenchmarkDecrypt(b *testing.B) {
-	ds, err := tokenmaker.LoadDevSet("testdata")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, _ := ds.WalletBConfig()
-	for _, v := range []string{walletb.VersionECv1, walletb.VersionECv2} {
-		tok, err := ds.WalletB(v, input())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(v, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := walletb.Decrypt(cfg, tok); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	decoder.Benchmark(b, []string{walletb.VersionECv1, walletb.VersionECv2}, input())
 }
