@@ -193,9 +193,11 @@ func TestNoCardNumberAtRest(t *testing.T) {
 	n := nodetest.Start(t, nodetest.Options{DataDir: dir, Args: []string{"--log-level", "debug"}})
 	m := n.CreateMerchant(t, 10000)
 	cards := []string{"4111111111111111", "5555555555554444", "378282246310005", "4000000000000002", "4242424242424242"}
+	var ids []string
 	for _, c := range cards {
 		id := newOrderID("pan")
 		m.Post(t, "charge", chargeBody(id, c, 100, 24))
+		ids = append(ids, id)
 	}
 	// A validation failure echoes nothing of the card either.
 	bad := chargeBody(newOrderID("pan-bad"), "4111111111111111", 100, 24)
@@ -206,7 +208,15 @@ func TestNoCardNumberAtRest(t *testing.T) {
 	// header; fasthttp's error used to quote the request, body included.
 	wrapped := chargeBody(newOrderID("pan-wrapped"), "4111111111111111", 100, 24)
 	postWithWrappedSignature(t, n, m, wrapped)
-	time.Sleep(200 * time.Millisecond)
+	// Every charge answered by the acquirer (its token and result written)
+	// before the node stops and the data dir is read.
+	for _, id := range ids {
+		for deadline := time.Now().Add(10 * time.Second); m.Post(t, "status", map[string]any{"order_id": id}).Str("status") == "processing"; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("order %s still processing", id)
+			}
+		}
+	}
 	if err := n.Stop(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
