@@ -18,7 +18,7 @@ func (n *Node) startAcquirer(cfg Config, logger *slog.Logger) (*link.Acquirer, e
 	addr := cfg.AcquirerAddr
 	if addr == "" {
 		h, err := host.Open(host.Config{DataDir: filepath.Join(cfg.DataDir, "acquirer"),
-			Logger: logger.With("component", "acquirer-host")})
+			Logger: logger.With("component", "acquirer-host"), CaptureUnknownOriginals: true})
 		if err != nil {
 			return nil, err
 		}

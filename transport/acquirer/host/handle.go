@@ -180,6 +180,9 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
 			// gateway repeats it until it has an answer, and an
 			// authorisation that never arrived needs no undoing.
 			r.Response = acquirer.RespApproved
+		case o == nil && h.cfg.CaptureUnknownOriginals && r.Amount > 0:
+			r.Response = acquirer.RespApproved
+			r.ARN = acquirer.ARN(r.MID + r.RRN)
 		case o == nil || o.kind != KindAuth || o.reversed || r.Amount <= 0 || o.captured+r.Amount > o.amount:
 			r.Response = acquirer.RespInvalidTransaction
 		default:

@@ -39,6 +39,13 @@ type Config struct {
 	DataDir string // the ledger's directory
 	Logger  *slog.Logger
 	Now     func() time.Time // default time.Now
+	// CaptureUnknownOriginals approves a capture whose authorisation this
+	// host never saw, as long as its amount is positive. A node's
+	// in-process host sets it: in a cluster without a shared acquirerd
+	// each node has its own host, and a new leader captures what its
+	// predecessor's host authorised (docs/acquirer.md). acquirerd never
+	// does.
+	CaptureUnknownOriginals bool
 }
 
 // Faults are the runtime faults of POST /faults. Probabilities are 0..1.
