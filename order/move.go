@@ -33,6 +33,9 @@ type Movement struct {
 	// At is when it was recorded (Unix ns, leader's clock): field 7 of
 	// every attempt.
 	At int64 `json:"at"`
+	// IdempotencyKey is the operation's key, if it had one: the answer
+	// rewrites the key's stored answer, so a repeat shows the outcome.
+	IdempotencyKey string `json:"ik,omitempty"`
 }
 
 // Move is what the leader decided for a movement a command records: its
@@ -87,6 +90,7 @@ func (o *Order) pendingRefunds() int64 {
 func record(next *Order, cmd *Command, kind MoveKind, txnID string, amount int64) {
 	next.Moves = append(next.Moves, Movement{
 		TxnID: txnID, Kind: kind, Amount: amount, STAN: cmd.Move.STAN, RRN: cmd.Move.RRN, At: cmd.Time,
+		IdempotencyKey: cmd.IdempotencyKey,
 	})
 }
 

@@ -290,6 +290,9 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 	}
 	b.putOrder(key, cur, next)
 	b.applySideEffects(cmd, next, out)
+	if cmd.Kind == order.KindMoveOutcome {
+		b.answerMovementKey(cur, next, cmd)
+	}
 	if cmd.IdempotencyKey != "" {
 		b.putIdempotency(cmd.Merchant, cmd.IdempotencyKey, rec, &IdemRecord{
 			RequestHash: cmd.RequestHash, CreatedAt: cmd.Time, Status: 200,
@@ -297,6 +300,27 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 		})
 	}
 	return Result{Order: next, Outcome: out}
+}
+
+// answerMovementKey rewrites the stored answer of the Idempotency-Key a
+// settle, void or refund came with when the acquirer's answer to it is
+// applied: a repeat of the request then shows its outcome, as the first
+// answer did when the acquirer answered within the request.
+func (b *Batch) answerMovementKey(cur, next *order.Order, cmd *order.Command) {
+	m := cur.Movement(cmd.TxnID)
+	if m == nil || m.IdempotencyKey == "" {
+		return
+	}
+	rec, err := getJSON[IdemRecord](b, refKey(prefixIdem, cmd.Merchant, m.IdempotencyKey))
+	if err != nil {
+		panic(fmt.Sprintf("persistence: read idempotency record: %v", err))
+	}
+	if rec == nil || rec.Reject != nil || rec.CreatedAt != m.At {
+		return // pruned since, or the key now answers another request
+	}
+	updated := *rec
+	updated.Response = order.NewView(next, order.WithTxn, cmd.TxnID).Marshal()
+	b.putJSON(refKey(prefixIdem, cmd.Merchant, m.IdempotencyKey), &updated)
 }
 
 // putOrder writes the order and keeps its secondary indexes in step: the

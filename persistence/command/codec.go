@@ -117,6 +117,7 @@ func AppendOrder(dst []byte, o *order.Order) []byte {
 		dst = wire.AppendString(dst, m.STAN)
 		dst = wire.AppendString(dst, m.RRN)
 		dst = binary.AppendVarint(dst, m.At)
+		dst = wire.AppendString(dst, m.IdempotencyKey)
 	}
 	for i := range o.Txns {
 		d := o.Txns[i].Decline
@@ -142,8 +143,8 @@ func orderNeedsV2(o *order.Order) bool {
 	return false
 }
 
-// moveBytesMin is the smallest encoded Movement (six one-byte fields).
-const moveBytesMin = 6
+// moveBytesMin is the smallest encoded Movement (seven one-byte fields).
+const moveBytesMin = 7
 
 // DecodeOrder decodes what AppendOrder encoded. b is not retained.
 func DecodeOrder(b []byte) (*order.Order, error) {
@@ -209,6 +210,7 @@ func DecodeOrder(b []byte) (*order.Order, error) {
 				m := &o.Moves[i]
 				m.TxnID, m.Kind, m.Amount = d.Str(), order.MoveKind(d.Str()), d.Varint()
 				m.STAN, m.RRN, m.At = d.Str(), d.Str(), d.Varint()
+				m.IdempotencyKey = d.Str()
 			}
 		}
 		for i := range o.Txns {
