@@ -2,15 +2,18 @@ package node_test
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/paygate/gateway/node/nodetest"
 	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/acquirer/reconcile"
 )
 
 // Exactly-once movements against an acquirerd process: settle, void,
@@ -98,7 +101,7 @@ func once(t *testing.T, rows map[string][]string, key string, amount int64) {
 }
 
 func TestEachMovementReachesTheAcquirerOnce(t *testing.T) {
-	acq, _, m := startMoves(t, "--settle-delay-unit", "10ms")
+	acq, n, m := startMoves(t, "--settle-delay-unit", "10ms")
 
 	settled, settledRRN := authorize(t, m, 1000)
 	s := m.Post(t, "settle", map[string]any{"order_id": settled, "amount": 600})
@@ -130,6 +133,44 @@ func TestEachMovementReachesTheAcquirerOnce(t *testing.T) {
 	if len(rows[voidedRRN+" capture"]) != 0 || len(rows) != 4 {
 		t.Fatalf("settlement report %v: want exactly the capture, sale, refund and automatic capture", rows)
 	}
+
+	// Reconciliation: the report as it came is clean; tampered (an amount,
+	// a row dropped, a row added) each difference is named.
+	csvReport := reportCSV(t, acq)
+	var res reconcile.Result
+	if _, err := n.Admin("POST", "/admin/v1/reconcile", csvReport, &res); err != nil || !res.Clean() || res.Matched != 4 {
+		t.Fatalf("reconcile the report as it came: %+v %v", res, err)
+	}
+	lines := strings.Split(strings.TrimSpace(csvReport), "\n")
+	var tampered []string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, ","+saleRRN+","):
+			l = strings.Replace(l, ",900,", ",990,", 1) // amount changed
+		case strings.Contains(l, ",capture,300,"):
+			continue // dropped
+		}
+		tampered = append(tampered, l)
+	}
+	tampered = append(tampered, strings.Replace(lines[1], lines[1][strings.Index(lines[1], ",")+1:], "mid-1,AAAABBBBCCCC,,refund,5,USD", 1))
+	res = reconcile.Result{}
+	if _, err := n.Admin("POST", "/admin/v1/reconcile", strings.Join(tampered, "\n")+"\n", &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Clean() || res.Matched != 2 || len(res.Mismatches) != 1 || res.Mismatches[0].Gateway.Amount != 900 ||
+		len(res.MissingAtAcquirer) != 1 || res.MissingAtAcquirer[0].Amount != 300 || res.MissingAtAcquirer[0].OrderID != auto ||
+		len(res.MissingAtGateway) != 1 || res.MissingAtGateway[0].RRN != "AAAABBBBCCCC" {
+		t.Fatalf("tampered report: %+v", res)
+	}
+}
+
+// reportCSV is today's settlement report as acquirerd serves it.
+func reportCSV(t *testing.T, acq *nodetest.Acquirerd) string {
+	t.Helper()
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	w.WriteAll(acq.Report(time.Now().UTC().Format(time.DateOnly)))
+	return b.String()
 }
 
 // drop_answers 1.0: the settle answers at once with its transaction

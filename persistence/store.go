@@ -470,3 +470,21 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	panic(fmt.Sprintf(format, args...))
 }
+
+// EachOrder calls fn with every stored order until it returns false: a
+// full scan, for operator tasks (reconciliation), never a request's path.
+func (s *Store) EachOrder(fn func(*order.Order) bool) error {
+	var derr error
+	err := s.scan([]byte(prefixOrder), prefixEnd(prefixOrder), func(_, v []byte) bool {
+		o, err := decodeOrderValue(v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		return fn(o)
+	})
+	if err != nil {
+		return err
+	}
+	return derr
+}

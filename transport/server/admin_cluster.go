@@ -40,6 +40,7 @@ func (s *Server) clusterAdminRoutes() map[string]AdminHandler {
 		"cluster/join":                s.clusterJoin,
 		"cluster/remove":              s.clusterRemove,
 		"cluster/transfer-leadership": s.clusterTransfer,
+		"reconcile":                   s.serveReconcile, // admin_reconcile.go
 	}
 }
 
