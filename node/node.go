@@ -132,6 +132,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.gauges.NewGauge(`gateway_order_actors_live`, func() float64 { return float64(n.registry.Live()) })
 	n.gauges.NewGauge(`gateway_webhook_endpoints`, func() float64 { return float64(n.webhooks.Endpoints()) })
 	n.gauges.NewGauge(`gateway_webhook_endpoints_full`, func() float64 { return float64(n.webhooks.FullEndpoints()) })
+	n.registerNodeMetrics() // metrics.go
 	metrics.RegisterSet(n.gauges)
 
 	wallets, err := n.wallets()
