@@ -437,3 +437,34 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Metrics returns the node's /metrics page.
+func (n *Node) Metrics(t testing.TB) string {
+	t.Helper()
+	resp, err := http.Get(n.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+// Tool returns the path of an external program a test runs (promtool,
+// systemd-analyze). Where it is missing the test is skipped, except under
+// CI=true: scripts/test installs what the tests need, so a missing tool
+// there is a broken setup, not a reason to pass.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s not found under CI=true (scripts/test installs it)", name)
+	}
+	t.Skipf("%s not found (scripts/test installs it)", name)
+	return ""
+}
