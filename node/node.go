@@ -106,7 +106,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	}))
 	n.acquirer = acquirer.NewSandbox(cfg.AcquirerLatency)
 	deps := &actors.Deps{
-		Proposer: n.raft, Store: n.store, Acquirer: n.acquirer, Vault: n.vault, Logger: logger,
+		Proposer: n.raft, Store: n.store, Acquirer: meterAcquirer(n.acquirer), Vault: n.vault, Logger: logger,
 		Now: time.Now, NewID: newID, SettleUnit: cfg.SettleDelayUnit, TokenTTL: cfg.TokenTTL,
 		ProposeTimeout: 10 * time.Second, AuthAttempts: 5,
 		ThreeDS: n.threeDS(), // forms.go

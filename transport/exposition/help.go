@@ -41,6 +41,10 @@ var families = map[string]Family{
 	"gateway_auto_settlements_total":   {Help: "Automatic settlements the leader committed once an order's settle delay had passed."},
 	"gateway_idempotency_pruned_total": {Help: "Idempotency records the leader removed past their retention (48 h after the first answer)."},
 
+	// The acquirer, as the leader's order actors see it (node).
+	"gateway_authorizations_total":  {Help: "Authorisations the acquirer answered, by result (approved, declined with its decline code, or error: no answer, retried)."},
+	"gateway_authorization_seconds": {Help: "Seconds each authorisation took at the acquirer, from the request sent to its answer or failure."},
+
 	// Notifications (actors, persistence).
 	"gateway_webhook_pending":          {Help: "Notifications in the replicated outbox, neither delivered nor failed for good (the same on every node: take max, not sum)."},
 	"gateway_webhook_delivered_total":  {Help: "Notifications delivered (HTTP 200 with status ok) by this node while it led."},
