@@ -329,26 +329,27 @@ type Response struct {
 // Post sends a signed request to /api/v3/<op>.
 func (m *Merchant) Post(t testing.TB, op string, body any, headers ...string) *Response {
 	t.Helper()
-	r, err := m.TryPost(op, body, headers...)
+	data, err := requestBody(body)
 	if err != nil {
 		t.Fatalf("POST %s: %v", op, err)
+	}
+	r, err := m.TryPost(op, data, headers...)
+	if err != nil {
+		t.Fatalf("POST %s: %v", op, err)
+	}
+	if AnswerCheck != nil {
+		if err := AnswerCheck(op, data, r); err != nil {
+			t.Errorf("the answer does not match docs/openapi.yaml: %v", err)
+		}
 	}
 	return r
 }
 
 // TryPost is Post that returns transport errors instead of failing.
 func (m *Merchant) TryPost(op string, body any, headers ...string) (*Response, error) {
-	var data []byte
-	switch b := body.(type) {
-	case []byte:
-		data = b
-	case string:
-		data = []byte(b)
-	default:
-		var err error
-		if data, err = json.Marshal(b); err != nil {
-			return nil, err
-		}
+	data, err := requestBody(body)
+	if err != nil {
+		return nil, err
 	}
 	req, _ := http.NewRequest("POST", m.BaseURL+"/api/v3/"+op, bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")
@@ -366,6 +367,17 @@ func (m *Merchant) TryPost(op string, body any, headers ...string) (*Response, e
 	out.Body, _ = io.ReadAll(resp.Body)
 	_ = json.Unmarshal(out.Body, &out.JSON)
 	return out, nil
+}
+
+// requestBody is a request's bytes: given as they are, or marshalled.
+func requestBody(body any) ([]byte, error) {
+	switch b := body.(type) {
+	case []byte:
+		return b, nil
+	case string:
+		return []byte(b), nil
+	}
+	return json.Marshal(body)
 }
 
 // Str reads a string at a dotted path of the JSON answer ("" if absent).

@@ -279,6 +279,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	switch {
+	case path == openAPIPath:
+		serveOpenAPI(ctx)
 	case strings.HasPrefix(path, "/api/v3/"), strings.HasPrefix(path, "/api/v1/"):
 		s.serveMerchant(ctx, namedEndpoint{}, false) // no such operation
 	case path == "/healthz":
