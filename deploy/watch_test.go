@@ -58,7 +58,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	if r := m.Post(t, "status", map[string]any{"order_id": "no-such-order"}); r.Status != 404 {
 		t.Fatalf("status of an unknown order: %d %s", r.Status, r.Body)
 	}
-	exported := sampleNames(n.Metrics(t))
+	exported := nodetest.SampleNames(n.Metrics(t))
 
 	var names []string
 	for name := range refs {
@@ -78,21 +78,6 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 			t.Errorf("%s is planned but nothing uses it: take it off plannedMetrics", name)
 		}
 	}
-}
-
-// sampleNames lists the names of the samples of a /metrics page, as
-// queries name them (a histogram's name_bucket, name_sum, name_count).
-func sampleNames(page string) map[string]bool {
-	out := map[string]bool{}
-	for _, line := range strings.Split(page, "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, _, _ := strings.Cut(line, " ")
-		name, _, _ = strings.Cut(name, "{")
-		out[name] = true
-	}
-	return out
 }
 
 type query struct{ where, expr string }

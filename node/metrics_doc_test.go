@@ -136,12 +136,7 @@ func scrapeBusyNode(t *testing.T) string {
 // histogram's name_bucket, name_sum and name_count as name.
 func exposedFamilies(body string) map[string]bool {
 	out := map[string]bool{}
-	for _, line := range strings.Split(body, "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, _, _ := strings.Cut(line, " ")
-		name, _, _ = strings.Cut(name, "{")
+	for name := range nodetest.SampleNames(body) {
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
 			name = strings.TrimSuffix(name, suffix)
 		}

@@ -480,3 +480,18 @@ func Tool(t testing.TB, name string) string {
 	t.Skipf("%s not found (scripts/test installs it)", name)
 	return ""
 }
+
+// SampleNames lists the names of the samples of a /metrics page, as
+// queries name them (a histogram's name_bucket, name_sum and name_count).
+func SampleNames(page string) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range strings.Split(page, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, _ := strings.Cut(line, " ")
+		name, _, _ = strings.Cut(name, "{")
+		out[name] = true
+	}
+	return out
+}
