@@ -94,8 +94,10 @@ func TestOpenAPIDocument(t *testing.T) {
 	resign := chargeBody(newOrderID("oa-resign"), "", 300, 24)
 	delete(resign, "payment_source")
 	resign["recurring_token"], resign["card_cvv"] = token, "123"
+	auth := chargeBody(newOrderID("oa-auth"), "4111111111111111", 400, 0)
+	delete(auth, "settle") // an auth never settles by itself
 	for op, body := range map[string]map[string]any{
-		"auth":       chargeBody(newOrderID("oa-auth"), "4111111111111111", 400, 0),
+		"auth":       auth,
 		"recurring":  recurring,
 		"resign":     resign,
 		"apple-pay":  walletBody(newOrderID("oa-apple"), 800, walletVersions[0].source(t, ds, m.ID, tokenmaker.PaymentInput{PAN: "4111111111111111", Amount: 800, ExpMonth: "07", ExpYear: "2031"})),

@@ -45,6 +45,16 @@ var families = map[string]Family{
 	"gateway_authorizations_total":  {Help: "Authorisations the acquirer answered, by result (approved, declined with its decline code, or error: no answer, retried)."},
 	"gateway_authorization_seconds": {Help: "Seconds each authorisation took at the acquirer, from the request sent to its answer or failure."},
 
+	// The ISO 8583 link to the acquirer host (contract section 12; being
+	// built alongside: described here so its families have help text the
+	// day they appear).
+	"gateway_acquirer_round_trip_seconds":      {Help: "Seconds from a request to the acquirer host to its answer, by message type (mti)."},
+	"gateway_acquirer_timeouts_total":          {Help: "Requests to the acquirer host with no answer within --acquirer-timeout, by message type (mti)."},
+	"gateway_acquirer_connections_up":          {Help: "1 while the ISO 8583 connection to the acquirer host is up, else 0."},
+	"gateway_acquirer_connects_total":          {Help: "Connections made to the acquirer host."},
+	"gateway_acquirer_connect_failures_total":  {Help: "Connection attempts to the acquirer host that failed (retried with backoff)."},
+	"gateway_acquirer_unmatched_answers_total": {Help: "Answers from the acquirer host that matched no waiting request (duplicates, or after their request timed out)."},
+
 	// Notifications (actors, persistence).
 	"gateway_webhook_pending":          {Help: "Notifications in the replicated outbox, neither delivered nor failed for good (the same on every node: take max, not sum)."},
 	"gateway_webhook_delivered_total":  {Help: "Notifications delivered (HTTP 200 with status ok) by this node while it led."},
