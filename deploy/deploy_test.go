@@ -26,9 +26,10 @@ var plannedFlags = map[string]string{
 	"acquirer-addr": "the ISO 8583 acquirer link (contract section 12)",
 }
 
-// acquirerdFlags are cmd/acquirerd's flags (contract section 12), checked
-// against its --help once it exists.
-var acquirerdFlags = []string{"listen", "admin-addr"}
+// acquirerdFlags are cmd/acquirerd's flags the compose file gives: contract
+// section 12's, and --data-dir (its ledger) as the acquirer link's branch
+// has it. Checked against acquirerd --help once cmd/acquirerd exists.
+var acquirerdFlags = []string{"listen", "admin-addr", "data-dir"}
 
 // buildStatic builds commands the way the Dockerfile does (static, no cgo)
 // into dir, in one go build so they share its work, and returns their paths
@@ -57,7 +58,7 @@ func flagsOf(t *testing.T, bin string) map[string]bool {
 	for _, m := range regexp.MustCompile(`(?m)^\s+-{1,2}([a-z0-9][a-z0-9-]*)`).FindAllStringSubmatch(string(out), -1) {
 		flags[m[1]] = true
 	}
-	if len(flags) < 5 {
+	if len(flags) == 0 {
 		t.Fatalf("%s --help lists %d flags:\n%s", bin, len(flags), out)
 	}
 	return flags
