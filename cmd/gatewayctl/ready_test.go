@@ -38,8 +38,8 @@ func TestReady(t *testing.T) {
 	if code := readyCmd([]string{"--addr", addr, "--timeout", "1s"}, &out, &errOut); code != 1 {
 		t.Errorf("no server: exit %d, want 1", code)
 	}
-	if code := readyCmd([]string{"--addr", "https://" + addr}, &out, &errOut); code != 2 {
-		t.Errorf("https address: exit %d, want 2", code)
+	if code := readyCmd([]string{"--addr", addr + "/readyz"}, &out, &errOut); code != 2 {
+		t.Errorf("an address with a path: exit %d, want 2", code)
 	}
 }
 
