@@ -54,6 +54,7 @@ var families = map[string]Family{
 	"gateway_acquirer_connects_total":          {Help: "Connections made to the acquirer host."},
 	"gateway_acquirer_connect_failures_total":  {Help: "Connection attempts to the acquirer host that failed (retried with backoff)."},
 	"gateway_acquirer_unmatched_answers_total": {Help: "Answers from the acquirer host that matched no waiting request (duplicates, or after their request timed out)."},
+	"gateway_acquirer_overloaded_total":        {Help: "Requests to the acquirer host refused at once because 10,000 already waited for answers (repeated like a timeout)."},
 
 	// Notifications (actors, persistence).
 	"gateway_webhook_pending":          {Help: "Notifications in the replicated outbox, neither delivered nor failed for good (the same on every node: take max, not sum)."},
