@@ -7,6 +7,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/paygate/gateway/actors"
 	"github.com/paygate/gateway/transport/acquirer"
 )
 
@@ -16,12 +17,12 @@ import (
 // order actors call Authorize on the leader only, so these are the leader's
 // figures. Every other method passes through to the acquirer it wraps.
 type meteredAcquirer struct {
-	acquirer.Acquirer
+	actors.Acquirer
 	approved, failed *metrics.Counter
 	roundTrip        *metrics.PrometheusHistogram
 }
 
-func meterAcquirer(a acquirer.Acquirer) *meteredAcquirer {
+func meterAcquirer(a actors.Acquirer) *meteredAcquirer {
 	return &meteredAcquirer{
 		Acquirer:  a,
 		approved:  metrics.GetOrCreateCounter(`gateway_authorizations_total{result="approved"}`),

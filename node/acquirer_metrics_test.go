@@ -10,13 +10,14 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/paygate/gateway/actors"
 	"github.com/paygate/gateway/transport/acquirer"
 )
 
 // answering is an acquirer that answers each authorisation with the next
 // of its answers.
 type answering struct {
-	acquirer.Acquirer
+	actors.Acquirer
 	answers []func() (acquirer.AuthResult, error)
 }
 
