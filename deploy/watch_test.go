@@ -25,8 +25,6 @@ func TestMain(m *testing.M) { os.Exit(nodetest.Run(m)) }
 // planned name appears on /metrics (take it off this list) and when nothing
 // refers to it any more, so the list says exactly what is missing.
 var plannedMetrics = map[string]string{
-	"gateway_acquirer_round_trip_seconds_bucket":    "the ISO 8583 acquirer link (contract section 12)",
-	"gateway_acquirer_timeouts_total":               "the ISO 8583 acquirer link (contract section 12)",
 	"gateway_backup_last_success_timestamp_seconds": "scheduled backups (issue 37, item 3: --backup-interval)",
 	"gateway_backup_interval_seconds":               "scheduled backups (issue 37, item 3: --backup-interval)",
 }
