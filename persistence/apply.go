@@ -29,6 +29,9 @@ type Cmd struct {
 	IdemPrune   *IdemPrune   `json:"ip,omitempty"`
 	// Member records a cluster member (members.go).
 	Member *Member `json:"mb,omitempty"`
+	// ClusterCA and JoinToken are the cluster links' secrets (clusterpki.go).
+	ClusterCA *ClusterCA `json:"ca,omitempty"`
+	JoinToken *JoinToken `json:"jt,omitempty"`
 }
 
 // Result is what applying a Cmd did; the proposer gets it back.
@@ -266,6 +269,10 @@ func (b *Batch) Apply(c *Cmd) Result {
 		return b.applyNotifyPrune(c.NotifyPrune)
 	case c.IdemPrune != nil:
 		return b.applyIdemPrune(c.IdemPrune)
+	case c.ClusterCA != nil:
+		return b.applyClusterCA(c.ClusterCA)
+	case c.JoinToken != nil:
+		return b.applyJoinToken(c.JoinToken)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,6 +102,7 @@ type Node struct {
 	RaftAddr string
 	DataDir  string
 	Args     []string // extra flags
+	Env      []string // extra environment (GATEWAY_JOIN_TOKEN)
 	cmd      *exec.Cmd
 	logs     *syncBuffer
 	stdout   *syncBuffer
@@ -123,6 +125,11 @@ type Options struct {
 	// NotReady returns once the process runs, without waiting for it to
 	// be ready (a node expected never to be).
 	NotReady bool
+	// JoinToken is given to a node with Join (GATEWAY_JOIN_TOKEN). Empty:
+	// Start asks the member at Join for a new one, unless NoJoinToken is
+	// set or the node runs with --insecure-cluster-links.
+	JoinToken   string
+	NoJoinToken bool
 }
 
 // Start starts a node and waits until /readyz answers 200.
@@ -145,6 +152,14 @@ func Start(t testing.TB, o Options) *Node {
 	}, o.Args...)
 	if o.Join != "" {
 		n.Args = append(n.Args, "--join", o.Join)
+		token := o.JoinToken
+		if token == "" && !o.NoJoinToken && !slices.Contains(n.Args, "--insecure-cluster-links") {
+			token = NewJoinToken(t, o.Join)
+		}
+		if token != "" {
+			// In the environment, as operators are told: ps shows arguments.
+			n.Env = append(n.Env, "GATEWAY_JOIN_TOKEN="+token)
+		}
 	}
 	n.start()
 	t.Cleanup(func() { n.Kill() })
@@ -152,6 +167,30 @@ func Start(t testing.TB, o Options) *Node {
 		n.WaitReady(30 * time.Second)
 	}
 	return n
+}
+
+// NewJoinToken asks the member at httpAddr for a join token (valid 1 h).
+func NewJoinToken(t testing.TB, httpAddr string) string {
+	t.Helper()
+	m := &Node{t: t, HTTPAddr: httpAddr}
+	var out struct {
+		JoinToken string `json:"join_token"`
+	}
+	if _, err := m.Admin("POST", "/admin/v1/cluster/join-token", "", &out); err != nil {
+		t.Fatalf("join token from %s: %v", httpAddr, err)
+	}
+	return out.JoinToken
+}
+
+// WaitExit waits up to timeout for the process to end and returns its exit
+// code (-1 when it is still running).
+func (n *Node) WaitExit(timeout time.Duration) int {
+	select {
+	case <-n.exited:
+		return n.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		return -1
+	}
 }
 
 // NewKeyFile writes a random vault key (64 hex characters) to a temp file.
@@ -173,6 +212,9 @@ func (n *Node) start() {
 	n.t.Helper()
 	args := append([]string{"--http-addr", n.HTTPAddr, "--raft-addr", n.RaftAddr}, n.Args...)
 	n.cmd = exec.Command(Binary(n.t), args...)
+	if len(n.Env) > 0 {
+		n.cmd.Env = append(os.Environ(), n.Env...)
+	}
 	n.logs, n.stdout = &syncBuffer{}, &syncBuffer{}
 	n.cmd.Stderr, n.cmd.Stdout = n.logs, n.stdout
 	n.exited = make(chan struct{})

@@ -1,0 +1,288 @@
+package node
+
+import (
+	"context"
+	"crypto"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/paygate/gateway/cluster/link"
+	"github.com/paygate/gateway/cluster/pki"
+	"github.com/paygate/gateway/persistence"
+)
+
+// The node's identity on the cluster port (docs/security.md):
+//
+//   - --insecure-cluster-links: none (plain TCP; loopback only, checked by
+//     Config.Validate, and a warning at every start).
+//   - --cluster-ca-file, --node-cert-file, --node-key-file: the operator's.
+//   - otherwise <data-dir>/tls: made by the node itself. The bootstrapping
+//     node makes the cluster CA there (ca.key, mode 0600) and issues its own
+//     certificate; a joining node receives one through its join token
+//     (join.go). Every later start reads what is there, and renews the
+//     node certificate when it is close to expiring (pki.NeedsRenewal) or
+//     no longer names --raft-addr's host.
+//
+// The CA key also travels, sealed under the vault key, through the log
+// (persistence.ClusterCA), so that any member, and so any later leader,
+// can check a join and issue a certificate.
+
+// caKeyAAD binds the sealed CA key to its purpose.
+var caKeyAAD = []byte("cluster-ca-key")
+
+// clusterPKI is the node's side of the cluster's certificates; the front
+// end's join routes reach it through server.ClusterPKI.
+type clusterPKI struct {
+	ca    *pki.CA // Key nil when this node does not hold it (yet)
+	store *persistence.Store
+	open  func(blob, aad []byte) ([]byte, error)
+	mu    sync.Mutex
+}
+
+// Secure reports whether the cluster links run under TLS.
+func (p *clusterPKI) Secure() bool { return p != nil && p.ca != nil }
+
+// CAFingerprint is the cluster CA's SHA-256 fingerprint.
+func (p *clusterPKI) CAFingerprint() string { return p.ca.Fingerprint() }
+
+// CACertPEM is the cluster CA certificate.
+func (p *clusterPKI) CACertPEM() []byte { return p.ca.CertPEM() }
+
+// errNoCAKey: the cluster's CA key is nowhere this node can read it.
+var errNoCAKey = errors.New("this cluster's CA key is not held by the cluster (an operator's CA): issue node certificates with gatewayctl certs create-node")
+
+// signer returns the CA with its key: this node's own, or the one
+// replicated sealed through the log.
+func (p *clusterPKI) signer() (*pki.CA, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ca.Key != nil {
+		return p.ca, nil
+	}
+	rec, err := p.store.ClusterCA()
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, errNoCAKey
+	}
+	cert, err := pki.ParseCert([]byte(rec.CertPEM))
+	if err != nil || !cert.Equal(p.ca.Cert) {
+		return nil, errors.New("the replicated cluster CA is not the one this node trusts")
+	}
+	keyPEM, err := p.open(rec.SealedKey, caKeyAAD)
+	if err != nil {
+		return nil, fmt.Errorf("open the replicated CA key: %w", err)
+	}
+	key, err := pki.ParseKey(keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	p.ca = &pki.CA{Cert: p.ca.Cert, Key: key}
+	return p.ca, nil
+}
+
+// CanIssue reports whether this node can sign node certificates.
+func (p *clusterPKI) CanIssue() bool {
+	_, err := p.signer()
+	return err == nil
+}
+
+// IssueNodeCert signs a joiner's certificate request.
+func (p *clusterPKI) IssueNodeCert(csrPEM []byte, nodeID string, hosts []string) ([]byte, error) {
+	ca, err := p.signer()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := ca.IssueCSR(csrPEM, nodeID, hosts)
+	if err != nil {
+		return nil, err
+	}
+	return pki.CertPEM(cert), nil
+}
+
+// replicateCA writes this node's CA key, sealed, into the log once (the
+// leader calls it at the start of its term).
+func (n *Node) replicateCA(ctx context.Context) {
+	p := n.pki
+	if !p.Secure() || p.ca.Key == nil {
+		return
+	}
+	if rec, err := n.store.ClusterCA(); err != nil || rec != nil {
+		return
+	}
+	keyPEM, err := pki.KeyPEM(p.ca.Key)
+	if err != nil {
+		n.logger.Error("cluster CA key", "error", err)
+		return
+	}
+	sealed, err := n.vault.Seal(keyPEM, caKeyAAD)
+	if err != nil {
+		n.logger.Error("seal the cluster CA key", "error", err)
+		return
+	}
+	res, err := n.raft.Propose(ctx, &persistence.Cmd{ClusterCA: &persistence.ClusterCA{CertPEM: string(p.ca.CertPEM()), SealedKey: sealed}})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		n.logger.Warn("replicate the cluster CA", "error", err)
+	}
+}
+
+// tlsDir is where a node keeps the certificates it made or was issued.
+func (c Config) tlsDir() string { return filepath.Join(c.DataDir, "tls") }
+
+// clusterIdentity sets up n.pki and returns the link's TLS (nil when the
+// links are insecure). A new node with --join obtains its certificate here
+// (join.go), before raft starts.
+func (n *Node) clusterIdentity() (*link.TLS, error) {
+	cfg := n.cfg
+	if cfg.InsecureClusterLinks {
+		n.logger.Warn("cluster links are NOT encrypted or authenticated (--insecure-cluster-links): anyone who can reach --raft-addr controls the cluster; use only for a cluster whose every node is on this machine",
+			"raft_addr", cfg.RaftAddr)
+		n.pki = &clusterPKI{store: n.store, open: n.vault.Open}
+		return nil, nil
+	}
+	if cfg.ClusterCAFile != "" {
+		return n.operatorIdentity()
+	}
+	dir := cfg.tlsDir()
+	if _, err := os.Stat(filepath.Join(dir, pki.NodeCertFile)); err == nil {
+		return n.storedIdentity(dir)
+	}
+	applied, err := n.store.AppliedIndex()
+	if err != nil {
+		return nil, err
+	}
+	if applied > 0 {
+		return nil, fmt.Errorf("%s holds no node certificate, but %s holds a member's state: put the node's tls folder back, or empty the data dir and join again with a join token", dir, cfg.DataDir)
+	}
+	if cfg.Join == "" {
+		return n.bootstrapIdentity(dir)
+	}
+	return n.joinIdentity(dir) // join.go
+}
+
+// operatorIdentity loads the operator's CA and node certificate.
+func (n *Node) operatorIdentity() (*link.TLS, error) {
+	cfg := n.cfg
+	ca, err := pki.LoadCA(cfg.ClusterCAFile, "")
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-ca-file: %w", err)
+	}
+	n.pki = &clusterPKI{ca: ca, store: n.store, open: n.vault.Open}
+	t, cert, err := loadNodeTLS(ca, cfg.NodeCertFile, cfg.NodeKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	n.warnExpiry(cert)
+	return t, nil
+}
+
+// storedIdentity loads <data-dir>/tls and renews the node certificate when
+// it is due and the CA key is at hand.
+func (n *Node) storedIdentity(dir string) (*link.TLS, error) {
+	keyFile := filepath.Join(dir, pki.CAKeyFile)
+	if _, err := os.Stat(keyFile); err != nil {
+		keyFile = ""
+	}
+	ca, err := pki.LoadCA(filepath.Join(dir, pki.CACertFile), keyFile)
+	if err != nil {
+		return nil, err
+	}
+	n.pki = &clusterPKI{ca: ca, store: n.store, open: n.vault.Open}
+	certFile, nodeKeyFile := filepath.Join(dir, pki.NodeCertFile), filepath.Join(dir, pki.NodeKeyFile)
+	t, cert, err := loadNodeTLS(ca, certFile, nodeKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	hosts := pki.HostsOf(n.cfg.RaftAddr)
+	moved := cert.VerifyHostname(hosts[0]) != nil
+	if !pki.NeedsRenewal(cert, time.Now()) && !moved && cert.Subject.CommonName == n.cfg.NodeID {
+		return t, nil
+	}
+	signer, err := n.pki.signer()
+	if err != nil {
+		n.logger.Warn("the node certificate is due for renewal (or no longer names --raft-addr) but this node cannot sign one: " + err.Error())
+		n.warnExpiry(cert)
+		return t, nil
+	}
+	renewed, err := signer.Issue(n.cfg.NodeID, hosts, t.Cert.PrivateKey.(crypto.Signer).Public())
+	if err != nil {
+		return nil, fmt.Errorf("renew the node certificate: %w", err)
+	}
+	if err := pki.WriteFile(dir, pki.NodeCertFile, pki.CertPEM(renewed), 0o644, true); err != nil {
+		return nil, err
+	}
+	n.logger.Info("node certificate renewed", "not_after", renewed.NotAfter.UTC().Format(time.RFC3339), "previous_not_after", cert.NotAfter.UTC().Format(time.RFC3339))
+	t, _, err = loadNodeTLS(ca, certFile, nodeKeyFile)
+	return t, err
+}
+
+// bootstrapIdentity makes the cluster's CA and this node's certificate.
+func (n *Node) bootstrapIdentity(dir string) (*link.TLS, error) {
+	ca, err := pki.NewCA("paygate cluster CA (" + n.cfg.NodeID + ")")
+	if err != nil {
+		return nil, err
+	}
+	key, err := pki.NewNodeKey()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := ca.Issue(n.cfg.NodeID, pki.HostsOf(n.cfg.RaftAddr), key.Public())
+	if err != nil {
+		return nil, err
+	}
+	if err := pki.WriteCA(dir, ca, false); err != nil {
+		return nil, err
+	}
+	if err := pki.WriteNode(dir, cert, key, false); err != nil {
+		return nil, err
+	}
+	n.logger.Info("made the cluster CA and this node's certificate", "dir", dir, "ca_fingerprint", ca.Fingerprint())
+	n.pki = &clusterPKI{ca: ca, store: n.store, open: n.vault.Open}
+	return loadNodeTLSFrom(ca, dir)
+}
+
+func loadNodeTLSFrom(ca *pki.CA, dir string) (*link.TLS, error) {
+	t, _, err := loadNodeTLS(ca, filepath.Join(dir, pki.NodeCertFile), filepath.Join(dir, pki.NodeKeyFile))
+	return t, err
+}
+
+// loadNodeTLS reads a node's certificate and key and checks that the CA
+// signed it for both ends of a link.
+func loadNodeTLS(ca *pki.CA, certFile, keyFile string) (*link.TLS, *x509.Certificate, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node certificate: %w", err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}); err != nil {
+		return nil, nil, fmt.Errorf("node certificate %s is not valid under the cluster CA: %w", certFile, err)
+	}
+	if !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageClientAuth) || !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageServerAuth) {
+		return nil, nil, fmt.Errorf("node certificate %s must allow both server and client authentication", certFile)
+	}
+	pair.Leaf = cert
+	return &link.TLS{CA: ca.Pool(), Cert: pair}, cert, nil
+}
+
+// warnExpiry logs, at every start, a certificate this node cannot renew
+// itself and that is close to its end.
+func (n *Node) warnExpiry(cert *x509.Certificate) {
+	if pki.NeedsRenewal(cert, time.Now()) {
+		n.logger.Warn("the node certificate expires soon: issue a new one (gatewayctl certs create-node) and restart the node",
+			"not_after", cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+}

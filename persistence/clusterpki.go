@@ -1,0 +1,89 @@
+package persistence
+
+import (
+	"fmt"
+
+	"github.com/go-json-experiment/json"
+)
+
+// The cluster links' secrets (cluster/pki, docs/security.md), replicated so
+// that any member can check a join token and, after a failover, issue node
+// certificates:
+//
+//	y/ca         → ClusterCA JSON: the CA certificate and its key sealed by the vault
+//	y/t/<id>     → JoinToken JSON: a join token's id, the SHA-256 of its secret, its expiry
+//
+// The token secret itself is never stored, and the CA key only sealed.
+const (
+	keyClusterCA    = "y/ca"
+	prefixJoinToken = "y/t/"
+)
+
+// ClusterCA is the cluster's certificate authority as replicated: the
+// certificate in PEM and the private key sealed under the vault key.
+type ClusterCA struct {
+	CertPEM   string `json:"cert_pem"`
+	SealedKey []byte `json:"sealed_key"`
+}
+
+// JoinToken is what the cluster keeps of a join token.
+type JoinToken struct {
+	ID         string `json:"id"`
+	SecretHash string `json:"secret_hash"`
+	// CreatedAt and ExpiresAt are Unix nanoseconds, decided by the leader.
+	CreatedAt int64 `json:"created_at"`
+	ExpiresAt int64 `json:"expires_at"`
+}
+
+// applyClusterCA records the CA the first time; a later one is refused, the
+// same way on every replica, so a second leader cannot replace the CA every
+// certificate chains to.
+func (b *Batch) applyClusterCA(ca *ClusterCA) Result {
+	cur, err := getJSON[ClusterCA](b, []byte(keyClusterCA))
+	if err != nil {
+		panic(fmt.Sprintf("persistence: read cluster CA: %v", err))
+	}
+	if cur != nil {
+		if cur.CertPEM == ca.CertPEM {
+			return Result{}
+		}
+		return Result{Err: fmt.Errorf("the cluster already has another CA")}
+	}
+	b.putJSON([]byte(keyClusterCA), ca)
+	return Result{}
+}
+
+// applyJoinToken records a token and removes those that expired before it
+// was made (a time in the command, so every replica removes the same).
+func (b *Batch) applyJoinToken(t *JoinToken) Result {
+	if t.ID == "" || t.SecretHash == "" {
+		return Result{Err: fmt.Errorf("join token without id or secret hash")}
+	}
+	var expired [][]byte
+	err := b.s.scan([]byte(prefixJoinToken), prefixEnd(prefixJoinToken), func(k, v []byte) bool {
+		var old JoinToken
+		if json.Unmarshal(v, &old) == nil && old.ExpiresAt < t.CreatedAt {
+			expired = append(expired, append([]byte(nil), k...))
+		}
+		return true
+	})
+	if err != nil {
+		panic(fmt.Sprintf("persistence: scan join tokens: %v", err))
+	}
+	for _, k := range expired {
+		b.del(k)
+	}
+	b.putJSON([]byte(prefixJoinToken+t.ID), t)
+	return Result{}
+}
+
+// ClusterCA returns the replicated CA, or nil before the first leader
+// recorded it (or when the operator's PKI keeps the CA key away).
+func (s *Store) ClusterCA() (*ClusterCA, error) {
+	return getJSON[ClusterCA](s.db, []byte(keyClusterCA))
+}
+
+// JoinToken returns a join token's record, or nil.
+func (s *Store) JoinToken(id string) (*JoinToken, error) {
+	return getJSON[JoinToken](s.db, []byte(prefixJoinToken+id))
+}
