@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -75,6 +76,7 @@ type Cluster struct {
 
 	opts      SpawnOptions
 	vaultKey  string
+	joinToken string // for the nodes that join node1
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -153,8 +155,19 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.opts.Nodes == 1 {
 		return nil
 	}
-	// The others join through node1. /healthz says a process is up (its
-	// ports bound); it can serve once the cluster has taken it in.
+	// The others join through node1, with a join token (their cluster
+	// links are under mutual TLS; docs/security.md), unless the extra
+	// arguments turn TLS off. /healthz says a process is up (its ports
+	// bound); it can serve once the cluster has taken it in.
+	if !slices.Contains(c.opts.ExtraArgs, "--insecure-cluster-links") {
+		var tok struct {
+			JoinToken string `json:"join_token"`
+		}
+		if _, err := c.admin(ctx, c.Nodes[0], http.MethodPost, "/admin/v1/cluster/join-token", nil, &tok); err != nil {
+			return fmt.Errorf("join token: %w", err)
+		}
+		c.joinToken = tok.JoinToken
+	}
 	for i := 2; i <= c.opts.Nodes; i++ {
 		if err := c.startNode(ctx, fmt.Sprintf("node%d", i), c.Nodes[0].HTTPAddr, "/healthz"); err != nil {
 			return err
@@ -246,6 +259,9 @@ func (c *Cluster) launch(id, join string) (*Node, error) {
 	n.cmd.Stdout = n.logFile
 	n.cmd.Stderr = n.logFile
 	n.cmd.Env = append(os.Environ(), c.opts.Env...)
+	if join != "" && c.joinToken != "" {
+		n.cmd.Env = append(n.cmd.Env, "GATEWAY_JOIN_TOKEN="+c.joinToken) // not in ps
+	}
 	n.cmd.SysProcAttr = childProcAttr()
 	if err := n.cmd.Start(); err != nil {
 		n.logFile.Close()

@@ -403,13 +403,26 @@ func (v *violations) orderFields(o *OrderFields, redirects bool) {
 			v.add(famGeneral, "settle.delay_hours", "settle.delay_hours should be at most "+strconv.FormatInt(MaxSettleDelayHours, 10))
 		}
 	}
-	v.optString("website", o.Website, 255)
+	v.website(o.Website)
 	v.reqString("processing_mid", o.ProcessingMID, 255)
 	v.optString("dynamic_descriptor", o.DynamicDescriptor, 50)
 	if len(o.OrderMetadata) > MaxOrderMetadata {
 		v.add(famGeneral, "order_metadata", "order_metadata should have at most "+strconv.Itoa(MaxOrderMetadata)+" properties")
 	}
 	v.customer(o.Customer)
+}
+
+// website must name an origin: the hosted form allows framing by it alone
+// (transport/server's framing policy), and one it could not read would
+// leave the form frameable by any site.
+func (v *violations) website(p *string) {
+	s, ok := v.optString("website", p, 255)
+	if !ok {
+		return
+	}
+	if u, err := url.Parse(s); !validHTTPURL(s) || err != nil || u.User != nil || strings.ContainsAny(u.Host, ";,'\"*") {
+		v.add(famGeneral, "website", "website should be an absolute http or https URL with a host, e.g. https://shop.example")
+	}
 }
 
 func (v *violations) url(attr string, p *string) {
