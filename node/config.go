@@ -18,16 +18,16 @@ type Config struct {
 	HTTPAddr string
 	// AdvertiseHTTPAddr is the address the other nodes reach this one's
 	// HTTP API on (default: HTTPAddr); it is what the member record holds.
-	AdvertiseHTTPAddr     string
-	DataDir               string
-	NodeID                string
-	RaftAddr              string
-	Join                  string
+	AdvertiseHTTPAddr string
+	DataDir           string
+	NodeID            string
+	RaftAddr          string
+	Join              string
 	// JoinHTTPS: --join was given as https://, the member serves TLS.
 	JoinHTTPS bool
 	// JoinToken lets a new node obtain its certificate (docs/security.md).
-	JoinToken  string
-	AdminToken string
+	JoinToken             string
+	AdminToken            string
 	Dev                   bool
 	FormURL               string
 	FormTTL               time.Duration

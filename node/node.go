@@ -108,11 +108,13 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if n.link, err = link.Listen(link.Config{Addr: cfg.RaftAddr, TLS: linkTLS, Logger: logger}); err != nil {
 		return nil, err
 	}
-	dialPeer := func(addr string, timeout time.Duration) (net.Conn, error) { return n.link.Dial(addr, link.KindPeer, timeout) }
+	dialPeer := func(addr string, timeout time.Duration) (net.Conn, error) {
+		return n.link.Dial(addr, link.KindPeer, timeout)
+	}
 	n.peers = server.NewPeerClient(dialPeer)
 	n.raft, err = cluster.Start(cluster.Config{
 		StreamLayer: n.link.RaftLayer(),
-		NodeID: cfg.NodeID, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, RaftLogDir: cfg.RaftLogDir, Bootstrap: cfg.Join == "",
+		NodeID:      cfg.NodeID, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, RaftLogDir: cfg.RaftLogDir, Bootstrap: cfg.Join == "",
 		Logger: logger, HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, HTTPAddr: cfg.AdvertiseHTTPAddr,
 		WALSegmentBytes: cfg.WALSegmentBytes, SnapshotBytesPerSec: cfg.SnapshotRateMiB << 20,

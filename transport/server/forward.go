@@ -27,7 +27,7 @@ const forwardDialTimeout = 2 * time.Second
 // connections on the cluster port (mutual TLS: the card data and signatures
 // they carry never cross the network in clear).
 type forwarder struct {
-	client *fasthttp.Client
+	client  *fasthttp.Client
 	timeout time.Duration
 	// relayed counts forwarded requests; failed those the leader did not
 	// answer (the caller got 503 6.02).

@@ -92,7 +92,7 @@ type Server struct {
 	metrics   *requestMetrics
 	fwd       *forwarder  // relays requests to the leader (forward.go)
 	peers     *PeerClient // asks members for their status (peer.go)
-	hashers   sync.Pool  // *requestHasher keyed with cfg.HashKey
+	hashers   sync.Pool   // *requestHasher keyed with cfg.HashKey
 	// handling counts requests being handled, for Shutdown: a connection
 	// with none is not waited for.
 	handling atomic.Int64
@@ -109,7 +109,9 @@ func New(cfg Config) *Server {
 		cfg.RequestTimeout = 15 * time.Second
 	}
 	if cfg.DialPeer == nil {
-		cfg.DialPeer = func(addr string, timeout time.Duration) (net.Conn, error) { return net.DialTimeout("tcp", addr, timeout) }
+		cfg.DialPeer = func(addr string, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout("tcp", addr, timeout)
+		}
 	}
 	s := &Server{cfg: cfg, metrics: newRequestMetrics(), fwd: newForwarder(cfg.RequestTimeout, cfg.DialPeer), peers: NewPeerClient(cfg.DialPeer)}
 	s.hashers.New = func() any { return &requestHasher{mac: hmac.New(sha256.New, cfg.HashKey)} }
