@@ -204,7 +204,7 @@ func (n *Node) storedIdentity(dir string) (*link.TLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	hosts := pki.HostsOf(n.cfg.RaftAddr)
+	hosts := pki.HostsOf(n.cfg.AdvertiseRaftAddr)
 	moved := cert.VerifyHostname(hosts[0]) != nil
 	if !pki.NeedsRenewal(cert, time.Now()) && !moved && cert.Subject.CommonName == n.cfg.NodeID {
 		return t, nil
@@ -237,7 +237,7 @@ func (n *Node) bootstrapIdentity(dir string) (*link.TLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	cert, err := ca.Issue(n.cfg.NodeID, pki.HostsOf(n.cfg.RaftAddr), key.Public())
+	cert, err := ca.Issue(n.cfg.NodeID, pki.HostsOf(n.cfg.AdvertiseRaftAddr), key.Public())
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,10 @@ type Config struct {
 	DataDir           string
 	NodeID            string
 	RaftAddr          string
+	// AdvertiseRaftAddr is the cluster port's address the others dial
+	// (default RaftAddr): what raft records, and what the node's
+	// certificate names. A node behind NAT or a TCP proxy needs it.
+	AdvertiseRaftAddr string
 	Join              string
 	// JoinHTTPS: --join was given as https://, the member serves TLS.
 	JoinHTTPS bool
@@ -141,6 +145,11 @@ func (c *Config) Validate() error {
 		}
 		c.Join = join
 	}
+	if c.AdvertiseRaftAddr == "" {
+		c.AdvertiseRaftAddr = c.RaftAddr
+	} else if _, _, err := net.SplitHostPort(c.AdvertiseRaftAddr); err != nil || cluster.UnspecifiedHost(c.AdvertiseRaftAddr) {
+		return fmt.Errorf("--advertise-raft-addr %q: want host:port of an address the other nodes reach this one's cluster port on", c.AdvertiseRaftAddr)
+	}
 	if err := c.checkSecurity(); err != nil {
 		return err
 	}
@@ -215,7 +224,7 @@ func joinAddress(join string) (string, error) {
 // section 11).
 func (c *Config) checkSecurity() error {
 	if c.InsecureClusterLinks {
-		if !loopbackAddr(c.RaftAddr) {
+		if !loopbackAddr(c.RaftAddr) || !loopbackAddr(c.AdvertiseRaftAddr) {
 			return fmt.Errorf("--insecure-cluster-links is for a cluster whose every --raft-addr is a loopback address; %s is not: run with TLS (the default)", c.RaftAddr)
 		}
 		if c.ClusterCAFile != "" || c.NodeCertFile != "" || c.NodeKeyFile != "" || c.JoinToken != "" {

@@ -74,7 +74,7 @@ func (n *Node) joinIdentity(dir string) (*link.TLS, error) {
 		return nil, fmt.Errorf("join: the cluster port %s of %s: %w", info.RaftAddr, n.cfg.Join, err)
 	}
 	ans, err := server.RequestCert(conn, server.CertRequest{
-		JoinToken: tok.String(), NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAddr, HTTPAddr: n.cfg.AdvertiseHTTPAddr, CSR: string(csr),
+		JoinToken: tok.String(), NodeID: n.cfg.NodeID, RaftAddr: n.cfg.AdvertiseRaftAddr, HTTPAddr: n.cfg.AdvertiseHTTPAddr, CSR: string(csr),
 	}, 20*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("join refused by %s: %w", info.RaftAddr, err)

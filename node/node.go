@@ -105,7 +105,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.link, err = link.Listen(link.Config{Addr: cfg.RaftAddr, TLS: linkTLS, Logger: logger}); err != nil {
+	if n.link, err = link.Listen(link.Config{Addr: cfg.RaftAddr, Advertise: cfg.AdvertiseRaftAddr, TLS: linkTLS, Logger: logger}); err != nil {
 		return nil, err
 	}
 	dialPeer := func(addr string, timeout time.Duration) (net.Conn, error) {
@@ -114,7 +114,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.peers = server.NewPeerClient(dialPeer)
 	n.raft, err = cluster.Start(cluster.Config{
 		StreamLayer: n.link.RaftLayer(),
-		NodeID:      cfg.NodeID, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, RaftLogDir: cfg.RaftLogDir, Bootstrap: cfg.Join == "",
+		NodeID:      cfg.NodeID, RaftAddr: cfg.AdvertiseRaftAddr, DataDir: cfg.DataDir, RaftLogDir: cfg.RaftLogDir, Bootstrap: cfg.Join == "",
 		Logger: logger, HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, HTTPAddr: cfg.AdvertiseHTTPAddr,
 		WALSegmentBytes: cfg.WALSegmentBytes, SnapshotBytesPerSec: cfg.SnapshotRateMiB << 20,

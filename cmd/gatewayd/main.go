@@ -35,6 +35,7 @@ func run(args []string) int {
 	fs.StringVar(&cfg.RaftLogDir, "raft-log-dir", "", "Raft log, ideally on a device of its own (default <data-dir>/raft/wal)")
 	fs.StringVar(&cfg.NodeID, "node-id", cfg.NodeID, "stable identity in the cluster")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft traffic between nodes")
+	fs.StringVar(&cfg.AdvertiseRaftAddr, "advertise-raft-addr", "", "host:port the other nodes reach this one's cluster port on (default --raft-addr)")
 	fs.StringVar(&cfg.Join, "join", "", "HTTP address of any member whose cluster to join (host:port or http://host:port)")
 	fs.StringVar(&cfg.JoinToken, "join-token", "", "join token of the cluster to --join (gatewayctl cluster join-token); prefer GATEWAY_JOIN_TOKEN, which ps does not show")
 	fs.StringVar(&cfg.ClusterCAFile, "cluster-ca-file", "", "PEM CA of the cluster links (the operator's PKI; default: the cluster's own, in <data-dir>/tls)")

@@ -7,6 +7,7 @@ package nodetest
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -234,7 +235,7 @@ func (n *Node) WaitReady(timeout time.Duration) {
 			n.t.Fatalf("%s exited before ready: %v\n%s", n.ID, n.exitErr, n.logs.String())
 		default:
 		}
-		resp, err := http.Get("http://" + n.HTTPAddr + "/readyz")
+		resp, err := testClient.Get(n.URL() + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -306,8 +307,21 @@ func (n *Node) Restart() {
 // Logs returns everything the node wrote to stderr and stdout so far.
 func (n *Node) Logs() string { return n.logs.String() + n.stdout.String() }
 
-// URL is the node's base URL.
-func (n *Node) URL() string { return "http://" + n.HTTPAddr }
+// URL is the node's base URL (https:// for a node started with
+// --http-tls-cert-file).
+func (n *Node) URL() string {
+	if slices.Contains(n.Args, "--http-tls-cert-file") {
+		return "https://" + n.HTTPAddr
+	}
+	return "http://" + n.HTTPAddr
+}
+
+// testClient is nodetest's own HTTP client. It accepts any certificate of
+// a node serving TLS: the tests of the TLS edge check the certificate
+// themselves, with a client of their own.
+var testClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
+}}
 
 // Merchant is a merchant's keys.
 type Merchant struct {
@@ -331,7 +345,7 @@ func (n *Node) CreateMerchant(t testing.TB, rps int) *Merchant {
 	body := fmt.Sprintf(`{"name":"test","rate_limit_rps":%d}`, rps)
 	req, _ := http.NewRequest("POST", n.URL()+"/admin/v1/merchants", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+AdminToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +364,7 @@ func (n *Node) CreateMerchant(t testing.TB, rps int) *Merchant {
 	}
 	return &Merchant{ID: out.MerchantID, PublicKey: out.API.PublicKey, SecretKey: out.API.SecretKey,
 		WebhookPK: out.Webhook.PublicKey, WebhookSK: out.Webhook.SecretKey, BaseURL: n.URL(),
-		HTTPClient: &http.Client{Timeout: 30 * time.Second}}
+		HTTPClient: testClient}
 }
 
 // At returns a copy of the merchant that talks to another node.
