@@ -59,13 +59,12 @@ func fromPeer(ctx *fasthttp.RequestCtx) bool { return ctx.UserValue(peerRequestK
 func (s *Server) ServePeers(ln net.Listener) error {
 	srv := &fasthttp.Server{
 		Handler: s.routePeer, Name: "gatewayd-peer",
-		MaxRequestBodySize:            bodyBytesHardMax,
-		ReadTimeout:                   time.Minute,
-		WriteTimeout:                  time.Minute,
-		IdleTimeout:                   2 * time.Minute,
-		DisableHeaderNamesNormalizing: true,
-		SecureErrorLogMessage:         true,
-		Logger:                        transportLogger{s.cfg.Logger},
+		MaxRequestBodySize:    bodyBytesHardMax,
+		ReadTimeout:           time.Minute,
+		WriteTimeout:          time.Minute,
+		IdleTimeout:           2 * time.Minute,
+		SecureErrorLogMessage: true,
+		Logger:                transportLogger{s.cfg.Logger},
 	}
 	return srv.Serve(ln)
 }
