@@ -162,6 +162,9 @@ func (n *Node) clusterIdentity() (*link.TLS, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := os.Stat(filepath.Join(dir, pki.CACertFile)); err == nil && applied > 0 {
+		return n.reissueIdentity(dir)
+	}
 	if applied > 0 {
 		return nil, fmt.Errorf("%s holds no node certificate, but %s holds a member's state: put the node's tls folder back, or empty the data dir and join again with a join token", dir, cfg.DataDir)
 	}
@@ -225,6 +228,34 @@ func (n *Node) storedIdentity(dir string) (*link.TLS, error) {
 	n.logger.Info("node certificate renewed", "not_after", renewed.NotAfter.UTC().Format(time.RFC3339), "previous_not_after", cert.NotAfter.UTC().Format(time.RFC3339))
 	t, _, err = loadNodeTLS(ca, certFile, nodeKeyFile)
 	return t, err
+}
+
+// reissueIdentity gives a member whose node.crt and node.key were deleted
+// (to replace a key that may have leaked) a new key and certificate,
+// signed with the CA key replicated through the log.
+func (n *Node) reissueIdentity(dir string) (*link.TLS, error) {
+	ca, err := pki.LoadCA(filepath.Join(dir, pki.CACertFile), "")
+	if err != nil {
+		return nil, err
+	}
+	n.pki = &clusterPKI{ca: ca, store: n.store, open: n.vault.Open}
+	signer, err := n.pki.signer()
+	if err != nil {
+		return nil, fmt.Errorf("%s holds no node certificate and this node cannot sign one (%v): remove the node, empty its data dir and join it again with a join token", dir, err)
+	}
+	key, err := pki.NewNodeKey()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := signer.Issue(n.cfg.NodeID, pki.HostsOf(n.cfg.AdvertiseRaftAddr), key.Public())
+	if err != nil {
+		return nil, err
+	}
+	if err := pki.WriteNode(dir, cert, key, true); err != nil {
+		return nil, err
+	}
+	n.logger.Info("issued this node a new key and certificate (node.crt and node.key were missing)", "not_after", cert.NotAfter.UTC().Format(time.RFC3339))
+	return loadNodeTLSFrom(ca, dir)
 }
 
 // bootstrapIdentity makes the cluster's CA and this node's certificate.

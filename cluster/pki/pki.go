@@ -50,6 +50,9 @@ const (
 type CA struct {
 	Cert *x509.Certificate
 	Key  crypto.Signer
+	// Also are more CAs trusted beside Cert (a CA file holding several):
+	// during a rotation of the CA, nodes trust the old and the new one.
+	Also []*x509.Certificate
 }
 
 // NewCA makes a self-signed CA.
@@ -97,6 +100,9 @@ func (ca *CA) CertPEM() []byte { return CertPEM(ca.Cert) }
 func (ca *CA) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(ca.Cert)
+	for _, c := range ca.Also {
+		p.AddCert(c)
+	}
 	return p
 }
 
@@ -251,19 +257,34 @@ func ParseKey(data []byte) (crypto.Signer, error) {
 }
 
 // LoadCA reads a CA certificate and, when keyFile is not empty, its key.
+// Further certificates in the file are trusted too (CA.Also).
 func LoadCA(certFile, keyFile string) (*CA, error) {
 	data, err := os.ReadFile(certFile)
 	if err != nil {
 		return nil, err
 	}
-	cert, err := ParseCert(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", certFile, err)
+	var certs []*x509.Certificate
+	for rest := data; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", certFile, err)
+		}
+		if !c.IsCA {
+			return nil, fmt.Errorf("%s: %s is not a CA certificate", certFile, c.Subject.CommonName)
+		}
+		certs = append(certs, c)
 	}
-	if !cert.IsCA {
-		return nil, fmt.Errorf("%s: not a CA certificate", certFile)
+	if len(certs) == 0 {
+		return nil, fmt.Errorf("%s: no PEM certificate found", certFile)
 	}
-	ca := &CA{Cert: cert}
+	ca := &CA{Cert: certs[0], Also: certs[1:]}
 	if keyFile != "" {
 		kdata, err := os.ReadFile(keyFile)
 		if err != nil {
