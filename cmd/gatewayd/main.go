@@ -30,7 +30,7 @@ func run(args []string) int {
 	cfg := node.Defaults()
 	fs := flag.NewFlagSet("gatewayd", flag.ContinueOnError)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "merchant API, form, admin, health and metrics listener")
-	fs.StringVar(&cfg.AdvertiseHTTPAddr, "advertise-http-addr", "", "host:port the other nodes reach this one's HTTP API on (default --http-addr; needed when that listens on 0.0.0.0)")
+	fs.StringVar(&cfg.AdvertiseHTTPAddr, "advertise-http-addr", "", "host:port recorded as this node's HTTP API, shown by cluster status (default --http-addr; needed when that listens on 0.0.0.0)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "Pebble, Raft snapshots and (without --raft-log-dir) the Raft log")
 	fs.StringVar(&cfg.RaftLogDir, "raft-log-dir", "", "Raft log, ideally on a device of its own (default <data-dir>/raft/wal)")
 	fs.StringVar(&cfg.NodeID, "node-id", cfg.NodeID, "stable identity in the cluster")
