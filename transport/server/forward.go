@@ -14,7 +14,7 @@ import (
 
 // ForwardedHeader marks a request a follower forwarded to the leader over
 // the cluster port. Its value is the forwarding node's id. A node that
-// receives a forwarded request (any request on its peer service) while not
+// receives a forwarded request (one with this header on its peer service) while not
 // leading answers 503 6.02 rather than forward it again, so a request
 // crosses at most one hop even while leadership moves. On the HTTP listener
 // the header means nothing.
