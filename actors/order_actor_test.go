@@ -142,6 +142,20 @@ func (f *fixture) waitStatus(t *testing.T, merchant, id string, want order.Statu
 	return nil
 }
 
+// An auth (order.SettleManually) is authorised like a charge, with a token,
+// but its approval schedules no automatic settle: nothing is due for it.
+func TestAuthSchedulesNoSettle(t *testing.T) {
+	f := newFixture(t)
+	if r := f.create(t, "m1", "auth1", "h1", order.SettleManually); r.Err != nil || r.Reject != nil ||
+		r.Order.Txns[0].Operation != order.OpAuth {
+		t.Fatalf("create: %+v", r)
+	}
+	o := f.waitStatus(t, "m1", "auth1", order.StatusAuthorized)
+	if o.AutoSettleAt != 0 || o.Source.PaymentToken == "" {
+		t.Fatalf("authorised auth: auto_settle_at %d, token %q", o.AutoSettleAt, o.Source.PaymentToken)
+	}
+}
+
 func TestCreateAuthorisesAndIssuesToken(t *testing.T) {
 	f := newFixture(t)
 	r := f.create(t, "m1", "o1", "h1", 24)

@@ -127,7 +127,7 @@ func (g *fakeGateway) handle(ctx *fasthttp.RequestCtx) {
 	case strings.HasPrefix(path, "/api/v3/") && ctx.IsPost():
 		g.api(ctx, strings.TrimPrefix(path, "/api/v3/"))
 	default:
-		writeError(ctx, 404, "2.05", "path", "no such path")
+		writeError(ctx, 404, "0.01", "path", "no such path")
 	}
 }
 
@@ -160,7 +160,7 @@ func (g *fakeGateway) admin(ctx *fasthttp.RequestCtx, op string) {
 		g.mu.Unlock()
 		writeJSON(ctx, 200, map[string]any{})
 	default:
-		writeError(ctx, 404, "2.05", "path", "no such path")
+		writeError(ctx, 404, "0.01", "path", "no such path")
 	}
 }
 

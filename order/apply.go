@@ -185,7 +185,12 @@ func applySettle(cur *Order, cmd *Command) (*Order, Outcome) {
 	if cur.Status != StatusAuthorized {
 		return illegal(cur, "settle")
 	}
+	// No amount (0) settles the whole authorised amount (contract section
+	// 15: client libraries send a settle without one).
 	amount := cmd.Amount
+	if amount == 0 {
+		amount = cur.Amount
+	}
 	if cmd.Auto {
 		// The log itself enforces "when the delay ends": an early or
 		// unscheduled automatic settle changes nothing.

@@ -50,7 +50,7 @@ func tableOps() []tableOp {
 	return []tableOp{
 		{"settle", cmd(order.KindSettle, 400, false), order.StatusAuthorized, true, nil},
 		{"settle", cmd(order.KindSettle, fxAmount, false), order.StatusAuthorized, true, nil},
-		{"settle", cmd(order.KindSettle, 0, false), order.StatusAuthorized, false, nil},
+		{"settle", cmd(order.KindSettle, 0, false), order.StatusAuthorized, true, nil}, // no amount: the full amount
 		{"settle", cmd(order.KindSettle, fxAmount+1, false), order.StatusAuthorized, false, nil},
 		{"settle", cmd(order.KindSettle, 0, true), order.StatusAuthorized, true, nil}, // auto-settle
 		{"void", cmd(order.KindVoid, 0, false), order.StatusAuthorized, true, nil},    // no amount: the full amount

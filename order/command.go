@@ -25,7 +25,8 @@ type Command struct {
 	// refund) or answers (auth_outcome).
 	TxnID string `json:"x,omitempty"`
 	// Amount is the amount of a settle or refund, and the amount a void
-	// request named (0: none; the order refuses any but its own).
+	// request named. 0 is none: a settle without one settles the whole
+	// authorised amount, a void voids it (the order refuses any but its own).
 	Amount int64  `json:"a,omitempty"`
 	ARN    string `json:"arn,omitempty"`
 	// RefundReasonCode is the optional 4-digit reason of a refund.
@@ -48,6 +49,14 @@ type Command struct {
 	Challenge     *ChallengeData     `json:"challenge,omitempty"`
 	ThreeDSResult *ThreeDSResultData `json:"three_ds_result,omitempty"`
 }
+
+// SettleManually is the CreateData.SettleDelayHours of an order made by
+// /auth (contract section 15, "a charge that never auto-settles"). 0 makes
+// a sale, > 0 an authorisation settled automatically after that many hours,
+// SettleManually one that only a settle request (or a void) ends: approval
+// schedules no automatic settle. It is negative so that no
+// settle.delay_hours a merchant can send (0 to 8760) means it.
+const SettleManually int64 = -1
 
 // CreateData is the order as accepted from a charge or wallet request.
 type CreateData struct {

@@ -10,7 +10,7 @@ package order_test
 //
 // Commands (one order per file, until reset):
 //
-//	create amount=N delay=H [currency=USD] [hash=h1] [source=card] [3ds] [force] [attempt-non-secure]
+//	create amount=N delay=H (-1: order.SettleManually) [currency=USD] [hash=h1] [source=card] [3ds] [force] [attempt-non-secure]
 //	init amount=N delay=H [currency=USD] [hash=h1] [ttl=30m] [lang=de] [force] [attempt-non-secure]
 //	submit                  the customer's card on the form (created -> processing)
 //	challenge [id=c1] [ttl=10m] [txn=tN]
@@ -19,7 +19,7 @@ package order_test
 //	expire                  the form's lifetime ends
 //	outcome approved [auth_code=A1] [avs=Y] [cvv=M] [risk=R] [txn=tN] [no-auto-settle]
 //	outcome declined code=N.NN [txn=tN]
-//	settle amount=N | settle auto [amount=N]
+//	settle [amount=N] | settle auto [amount=N]
 //	void [amount=N]
 //	refund amount=N [reason=NNNN]
 //	advance by=DURATION     move the clock (the auto-settle delay ending)

@@ -142,6 +142,29 @@ type ChargeRequest struct {
 	PaymentSource *PaymentSource `json:"payment_source,omitempty"`
 }
 
+// RecurringRequest is POST /recurring and /resign (contract section 15, the
+// vendor's client library's names): a charge whose payment_source is
+// replaced by recurring_token, the payment_token of an earlier charge. A
+// resign adds the card's CVV (card_cvv).
+type RecurringRequest struct {
+	OrderFields
+	ThreeDS        *ThreeDS   `json:"three_ds,omitempty"`
+	Recurring      *Recurring `json:"recurring,omitempty"`
+	RecurringToken *string    `json:"recurring_token,omitempty"`
+	CardCVV        *string    `json:"card_cvv,omitempty"`
+}
+
+// Charge is the token charge the request stands for, with the card's CVV
+// when withCVV (a resign). Its fields point at the request's values.
+func (r *RecurringRequest) Charge(withCVV bool) *ChargeRequest {
+	token := SourceToken
+	ps := &PaymentSource{Type: &token, PaymentToken: r.RecurringToken}
+	if withCVV {
+		ps.CardCVV = r.CardCVV
+	}
+	return &ChargeRequest{OrderFields: r.OrderFields, ThreeDS: r.ThreeDS, Recurring: r.Recurring, PaymentSource: ps}
+}
+
 // InitPaymentRequest is POST /init-payment (interface 4.1).
 type InitPaymentRequest struct {
 	OrderFields
@@ -156,7 +179,8 @@ type WalletRequest struct {
 	PaymentSource *PaymentSource `json:"payment_source,omitempty"`
 }
 
-// SettleRequest is POST /settle (interface 4.5).
+// SettleRequest is POST /settle (interface 4.5). amount is optional
+// (contract section 15): without it the whole authorised amount is settled.
 type SettleRequest struct {
 	OrderID *string `json:"order_id,omitempty"`
 	Amount  *int64  `json:"amount,omitempty"`
@@ -182,3 +206,7 @@ type RefundRequest struct {
 type StatusRequest struct {
 	OrderID *string `json:"order_id,omitempty"`
 }
+
+// ARNCodeRequest is POST /arn-code (contract section 15): {"order_id"},
+// validated as status.
+type ARNCodeRequest = StatusRequest

@@ -46,6 +46,104 @@ func ValidateCharge(r *ChargeRequest, now time.Time) *apierr.Error {
 		return errNotObject()
 	}
 	var v violations
+	v.charge(r, now)
+	v.settle(r.Settle)
+	return v.result()
+}
+
+// ValidateAuth checks a decoded POST /auth body (contract section 15): a
+// charge that is never settled automatically, so `settle` is not part of
+// it. One that gives settle.delay_hours is refused rather than ignored: the
+// merchant asked for an automatic settle that /auth would not make.
+func ValidateAuth(r *ChargeRequest, now time.Time) *apierr.Error {
+	if r == nil {
+		return errNotObject()
+	}
+	var v violations
+	v.charge(r, now)
+	if r.Settle != nil {
+		v.add(famGeneral, "settle", "settle is not part of auth: an auth is settled only by a settle request "+
+			"(send a charge with settle.delay_hours for an automatic settle)")
+	}
+	return v.result()
+}
+
+// ValidateRecurring checks a decoded POST /recurring body (contract section
+// 15): the token charge it stands for, by ValidateCharge's rules, with the
+// request's own names in the answer (recurring_token). The card's CVV is
+// not part of it: a payment with the CVV is a resign.
+func ValidateRecurring(r *RecurringRequest, now time.Time) *apierr.Error {
+	if r == nil {
+		return errNotObject()
+	}
+	err := ValidateCharge(r.Charge(false), now)
+	if r.CardCVV != nil {
+		err = withViolation(err, "card_cvv", "card_cvv is not part of recurring: send a payment with the card's CVV to resign")
+	}
+	return RecurringNames(err)
+}
+
+// ValidateResign checks a decoded POST /resign body (contract section 15):
+// a recurring payment with the card's CVV, which is required.
+func ValidateResign(r *RecurringRequest, now time.Time) *apierr.Error {
+	if r == nil {
+		return errNotObject()
+	}
+	err := ValidateCharge(r.Charge(true), now)
+	if r.CardCVV == nil {
+		err = withViolation(err, "card_cvv", "card_cvv is required")
+	}
+	return RecurringNames(err)
+}
+
+// recurringNames are the names /recurring and /resign use for what a token
+// charge calls payment_source.payment_token and payment_source.card_cvv,
+// longest first: messages are renamed in this order.
+var recurringNames = [...][2]string{
+	{"payment_source.payment_token", "recurring_token"},
+	{"payment_source.card_cvv", "card_cvv"},
+	{"payment_token", "recurring_token"},
+}
+
+// RecurringNames renames, in an answer about the token charge a /recurring
+// or /resign request stands for, the attributes and the words of its
+// messages to the names that request uses. nil stays nil.
+func RecurringNames(e *apierr.Error) *apierr.Error {
+	if e == nil {
+		return nil
+	}
+	out := &apierr.Error{Code: e.Code, Messages: make(map[string][]string, len(e.Messages))}
+	for attr, msgs := range e.Messages {
+		for _, n := range recurringNames {
+			if attr == n[0] {
+				attr = n[1]
+				break
+			}
+		}
+		for _, m := range msgs {
+			for _, n := range recurringNames {
+				m = strings.ReplaceAll(m, n[0], n[1])
+			}
+			out.Messages[attr] = append(out.Messages[attr], m)
+		}
+	}
+	return out
+}
+
+// withViolation adds a field violation to err (nil: none yet). Whatever
+// err's code was, the answer is then 2.01: a missing or refused field is
+// never a card or currency family's code.
+func withViolation(err *apierr.Error, attr, msg string) *apierr.Error {
+	if err == nil {
+		return apierr.New(apierr.Invalid, attr, msg)
+	}
+	err.Code = apierr.Invalid
+	err.Add(attr, msg)
+	return err
+}
+
+// charge checks what a charge and an auth share: everything but settle.
+func (v *violations) charge(r *ChargeRequest, now time.Time) {
 	v.orderFields(&r.OrderFields, true)
 	if r.ThreeDS != nil && r.ThreeDS.MPIData != nil {
 		v.mpiData(r.ThreeDS.MPIData, r.PaymentSource)
@@ -54,7 +152,6 @@ func ValidateCharge(r *ChargeRequest, now time.Time) *apierr.Error {
 		v.recurring(r.Recurring)
 	}
 	v.chargeSource(r.PaymentSource, now)
-	return v.result()
 }
 
 // ValidateInitPayment checks a decoded POST /init-payment body (interface
@@ -66,6 +163,7 @@ func ValidateInitPayment(r *InitPaymentRequest) *apierr.Error {
 	}
 	var v violations
 	v.orderFields(&r.OrderFields, true)
+	v.settle(r.Settle)
 	if r.PaymentForm != nil && r.PaymentForm.Language != nil {
 		if l := *r.PaymentForm.Language; len(l) != 2 || !isASCIILetter(l[0]) || !isASCIILetter(l[1]) {
 			v.add(famGeneral, "payment_form.language", "payment_form.language should be a 2-letter language code, such as en")
@@ -88,18 +186,24 @@ func ValidateWallet(r *WalletRequest, walletType string) *apierr.Error {
 	}
 	var v violations
 	v.orderFields(&r.OrderFields, false)
+	v.settle(r.Settle)
 	v.walletSource(r.PaymentSource, walletType)
 	return v.result()
 }
 
-// ValidateSettle checks a decoded POST /settle body (interface 4.5).
+// ValidateSettle checks a decoded POST /settle body (interface 4.5). The
+// amount is optional: without it the order settles its whole authorised
+// amount (contract section 15); whether a given one fits is the order's
+// 422 2.02.
 func ValidateSettle(r *SettleRequest) *apierr.Error {
 	if r == nil {
 		return errNotObject()
 	}
 	var v violations
 	v.orderID(r.OrderID)
-	v.amount("amount", r.Amount)
+	if r.Amount != nil { // none: the whole authorised amount (contract section 15)
+		v.amount("amount", r.Amount)
+	}
 	return v.result()
 }
 
@@ -364,8 +468,9 @@ func (v *violations) currency(p *string) {
 	v.add(famCurrency, "currency", "currency "+strconv.Quote(s)+" is not an ISO-4217 currency code")
 }
 
-// orderFields checks the shared order fields of interface 4.9. redirects
-// says whether fail_url and success_url belong to the operation.
+// orderFields checks the shared order fields of interface 4.9 but settle
+// (v.settle: not part of auth). redirects says whether fail_url and
+// success_url belong to the operation.
 func (v *violations) orderFields(o *OrderFields, redirects bool) {
 	v.orderID(o.OrderID)
 	v.amount("amount", o.Amount)
@@ -391,18 +496,6 @@ func (v *violations) orderFields(o *OrderFields, redirects bool) {
 		v.url("fail_url", o.FailURL)
 		v.url("success_url", o.SuccessURL)
 	}
-	if o.Settle == nil {
-		v.add(famGeneral, "settle", "settle is required")
-	} else {
-		switch d := o.Settle.DelayHours; {
-		case d == nil:
-			v.add(famGeneral, "settle.delay_hours", "settle.delay_hours is required")
-		case *d < 0:
-			v.add(famGeneral, "settle.delay_hours", "settle.delay_hours should be 0 or greater")
-		case *d > MaxSettleDelayHours:
-			v.add(famGeneral, "settle.delay_hours", "settle.delay_hours should be at most "+strconv.FormatInt(MaxSettleDelayHours, 10))
-		}
-	}
 	v.website(o.Website)
 	v.reqString("processing_mid", o.ProcessingMID, 255)
 	v.optString("dynamic_descriptor", o.DynamicDescriptor, 50)
@@ -422,6 +515,22 @@ func (v *violations) website(p *string) {
 	}
 	if u, err := url.Parse(s); !validHTTPURL(s) || err != nil || u.User != nil || strings.ContainsAny(u.Host, ";,'\"*") {
 		v.add(famGeneral, "website", "website should be an absolute http or https URL with a host, e.g. https://shop.example")
+	}
+}
+
+// settle checks the mandatory settle object of interface 4.9.
+func (v *violations) settle(s *Settle) {
+	if s == nil {
+		v.add(famGeneral, "settle", "settle is required")
+		return
+	}
+	switch d := s.DelayHours; {
+	case d == nil:
+		v.add(famGeneral, "settle.delay_hours", "settle.delay_hours is required")
+	case *d < 0:
+		v.add(famGeneral, "settle.delay_hours", "settle.delay_hours should be 0 or greater")
+	case *d > MaxSettleDelayHours:
+		v.add(famGeneral, "settle.delay_hours", "settle.delay_hours should be at most "+strconv.FormatInt(MaxSettleDelayHours, 10))
 	}
 }
 

@@ -545,7 +545,7 @@ func TestValidateOrderOperations(t *testing.T) {
 		{name: "settle valid", run: func() *apierr.Error { return ValidateSettle(&SettleRequest{OrderID: oid, Amount: amt}) }},
 		{"settle order_id missing", func() *apierr.Error { return ValidateSettle(&SettleRequest{Amount: amt}) }, invalid, "order_id", "order_id is required"},
 		{"settle order_id too long", func() *apierr.Error { return ValidateSettle(&SettleRequest{OrderID: long(256), Amount: amt}) }, invalid, "order_id", "at most 255"},
-		{"settle amount missing", func() *apierr.Error { return ValidateSettle(&SettleRequest{OrderID: oid}) }, invalid, "amount", "amount is required"},
+		{name: "settle without amount (the whole authorisation)", run: func() *apierr.Error { return ValidateSettle(&SettleRequest{OrderID: oid}) }},
 		{"settle amount zero", func() *apierr.Error { return ValidateSettle(&SettleRequest{OrderID: oid, Amount: ptr(int64(0))}) }, invalid, "amount", "greater than 0"},
 		{"settle amount too large", func() *apierr.Error {
 			return ValidateSettle(&SettleRequest{OrderID: oid, Amount: ptr(MaxAmount + 1)})
@@ -594,7 +594,7 @@ func TestValidateOrderOperations(t *testing.T) {
 		})
 	}
 	// Both settle fields at once.
-	err := ValidateSettle(&SettleRequest{})
+	err := ValidateSettle(&SettleRequest{Amount: ptr(int64(0))})
 	if err == nil || len(err.Messages) != 2 {
 		t.Fatalf("settle with nothing: want 2 attributes, got %v", err)
 	}

@@ -36,7 +36,10 @@ var (
 	Unavailable       = Code{"6.02", 503, "no leader, or this node cannot reach it; safe to retry"}
 	Internal          = Code{"5.03", 500, "unexpected error"}
 	// Transport-level answers that still carry a JSON body (contract section 3).
-	UnknownPath      = Code{"2.05", 404, "no such path"}
+	// An unknown operation has a code of its own (contract section 15): a
+	// client library that branches on error.code must not read a missing
+	// endpoint as a missing order (2.05).
+	UnknownPath      = Code{"0.01", 404, "no such operation or path"}
 	MethodNotAllowed = Code{"2.07", 405, "method not allowed for this path"}
 )
 

@@ -50,3 +50,17 @@ func TestCatalogueCodesWellFormed(t *testing.T) {
 		seen[key] = true
 	}
 }
+
+// 2.05 says "no such order" and nothing else, so a merchant's code that
+// branches on error.code can tell a missing order from a wrong address
+// (contract sections 3 and 15).
+func TestOnlyAMissingOrderIs205(t *testing.T) {
+	for _, c := range Catalogue() {
+		if c.Code == NotFound.Code && c != NotFound {
+			t.Errorf("%+v shares 2.05 with the missing order", c)
+		}
+	}
+	if UnknownPath.Code != "0.01" || UnknownPath.HTTP != 404 {
+		t.Errorf("unknown operation: %+v, want 404 0.01", UnknownPath)
+	}
+}

@@ -82,12 +82,13 @@ func ignoreNow[R any](f func(*R) *apierr.Error) func(*R, time.Time) *apierr.Erro
 }
 
 // merchantEndpoints lists every signed operation under /api/v3 and /api/v1.
-// Feature files add theirs (walletEndpoints, formEndpoints).
+// Feature files add theirs (walletEndpoints, formEndpoints, vendorEndpoints).
 func (s *Server) merchantEndpoints() map[string]endpoint {
 	eps := map[string]endpoint{
 		"charge": operation(api.ValidateCharge, (*Server).charge),
 		"settle": operation(ignoreNow(api.ValidateSettle), func(s *Server, c *call, r *api.SettleRequest) answer {
-			return s.operate(c, order.KindSettle, *r.OrderID, *r.Amount, "")
+			// 0 (no amount) settles the whole authorised amount.
+			return s.operate(c, order.KindSettle, *r.OrderID, deref(r.Amount), "")
 		}),
 		"void": operation(ignoreNow(api.ValidateVoid), func(s *Server, c *call, r *api.VoidRequest) answer {
 			// 0 (no amount) voids the full amount; the order refuses any other.
@@ -98,7 +99,7 @@ func (s *Server) merchantEndpoints() map[string]endpoint {
 		}),
 		"status": operation(ignoreNow(api.ValidateStatus), (*Server).status),
 	}
-	for _, extra := range []map[string]endpoint{s.walletEndpoints(), s.formEndpoints()} {
+	for _, extra := range []map[string]endpoint{s.walletEndpoints(), s.formEndpoints(), s.vendorEndpoints()} {
 		for name, ep := range extra {
 			eps[name] = ep
 		}
@@ -202,13 +203,28 @@ func (s *Server) actorReply(op string, r any, err error) (*actors.Reply, *apierr
 }
 
 func (s *Server) charge(c *call, r *api.ChargeRequest) answer {
+	return s.pay(c, "charge", r, *r.Settle.DelayHours)
+}
+
+// pay creates an order from a card or token payment: a charge, or one of
+// the vendor library's operations that are charges under other names
+// (vendorEndpoints). op names the operation: the same bytes posted to
+// another one are another request, 409 5.06 for that order_id, not the
+// first one's order (a body with both payment_source and recurring_token
+// is a charge and a recurring payment), while a charge keeps the
+// un-namespaced hash its stored orders were made with.
+func (s *Server) pay(c *call, op string, r *api.ChargeRequest, settleDelayHours int64) answer {
+	hash := s.requestHash(c.body)
+	if op != "charge" {
+		hash = s.operationHash(op, c.body)
+	}
 	// The message and its card in one allocation: they live as long.
 	withCard := &struct {
 		msg  actors.Create
 		card vault.Card
 	}{msg: actors.Create{
-		Merchant: c.merchant.ID, OrderID: *r.OrderID, RequestHash: s.requestHash(c.body),
-		Data: createData(&r.OrderFields),
+		Merchant: c.merchant.ID, OrderID: *r.OrderID, RequestHash: hash,
+		Data: createData(&r.OrderFields, settleDelayHours),
 	}}
 	msg := &withCard.msg
 	ps := r.PaymentSource
@@ -233,19 +249,21 @@ func (s *Server) charge(c *call, r *api.ChargeRequest) answer {
 		msg.Data.AttemptNonSecure = t.AttemptNonSecure != nil && *t.AttemptNonSecure
 	}
 	res, err := s.cfg.Registry.Request(actors.Key{Merchant: c.merchant.ID, OrderID: *r.OrderID}, msg, s.cfg.RequestTimeout)
-	return s.reply("charge", res, err)
+	return s.reply(op, res, err)
 }
 
-// createData copies the shared order fields into the create command. An
+// createData copies the shared order fields into the create command, with
+// the operation's settle delay (settle.delay_hours, or order.SettleManually
+// for an auth, whose request has no settle). An
 // order for a subscription product (subscription_product_id, a shared field
 // of every order-creating request) gets its subscription_id here, once: a
 // repeat of the request answers the order as it stands, id included.
-func createData(f *api.OrderFields) order.CreateData {
+func createData(f *api.OrderFields, settleDelayHours int64) order.CreateData {
 	d := order.CreateData{
 		Amount: *f.Amount, Currency: strings.ToUpper(*f.Currency), Description: *f.OrderDescription,
 		Descriptor: deref(f.DynamicDescriptor), Website: deref(f.Website), ProcessingMID: *f.ProcessingMID,
 		CallbackURL: deref(f.CallbackURL), SuccessURL: deref(f.SuccessURL), FailURL: deref(f.FailURL),
-		SettleDelayHours: *f.Settle.DelayHours,
+		SettleDelayHours: settleDelayHours,
 	}
 	if f.SubscriptionProductID != nil {
 		d.SubscriptionID = uuid.NewString()
@@ -318,9 +336,16 @@ func (s *Server) status(c *call, r *api.StatusRequest) answer {
 		return answer{err: s.errorFor("status", err)}
 	}
 	if body == nil {
-		return answer{err: apierr.New(apierr.NotFound, "order_id", "order not found")}
+		return answer{err: orderNotFound()}
 	}
 	return answer{body: body}
+}
+
+// orderNotFound answers for an order_id this merchant has no order under
+// (another merchant's order is not found either): 404 2.05, the code for
+// that and nothing else (contract section 15).
+func orderNotFound() *apierr.Error {
+	return apierr.New(apierr.NotFound, "order_id", "order not found")
 }
 
 // deref is an optional member's value, its zero value when absent.

@@ -113,7 +113,7 @@ type initPaymentAnswer struct {
 }
 
 func (s *Server) initPayment(c *call, r *api.InitPaymentRequest) answer {
-	data := createData(&r.OrderFields)
+	data := createData(&r.OrderFields, *r.Settle.DelayHours)
 	if t := r.ThreeDS; t != nil {
 		data.ThreeDSForce = t.Force != nil && *t.Force
 		data.AttemptNonSecure = t.AttemptNonSecure != nil && *t.AttemptNonSecure

@@ -122,7 +122,7 @@ func (s *Server) walletPay(c *call, r *api.WalletRequest, walletType string) ans
 		return answer{err: sourceError("payment_source has already been used: the wallet transaction id was seen before")}
 	}
 
-	data := createData(&r.OrderFields)
+	data := createData(&r.OrderFields, *r.Settle.DelayHours)
 	data.SuccessURL, data.FailURL = "", "" // not part of wallet payments (interface 4.4)
 	data.Source = order.PaymentSource{Type: walletType}
 	data.ReplayKey = p.ReplayKey()
