@@ -536,3 +536,68 @@ func TestMerchantAPIOverTLS(t *testing.T) {
 		t.Fatal("a new connection still gets the old certificate after the renewal")
 	}
 }
+
+// TestOperatorCertificates: a cluster on the operator's PKI (gatewayctl
+// certs) joins with certificates and no token, forwards over the cluster
+// port, refuses to make join tokens (its CA key is not the cluster's), and
+// refuses a node whose certificate another CA signed.
+func TestOperatorCertificates(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := pki.NewCA("operator CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteCA(dir, ca, false); err != nil {
+		t.Fatal(err)
+	}
+	certArgs := func(signer *pki.CA, id string) []string {
+		key, err := pki.NewNodeKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := signer.Issue(id, []string{"127.0.0.1"}, key.Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pki.WriteNode(filepath.Join(dir, id), cert, key, true); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"--cluster-ca-file", filepath.Join(dir, pki.CACertFile),
+			"--node-cert-file", filepath.Join(dir, id, pki.NodeCertFile), "--node-key-file", filepath.Join(dir, id, pki.NodeKeyFile)}
+	}
+	key := nodetest.NewKeyFile(t)
+	first := nodetest.Start(t, nodetest.Options{ID: "node1", KeyFile: key, Args: certArgs(ca, "node1")})
+	c := nodetest.ClusterOf(t, key, first)
+	for _, id := range []string{"node2", "node3"} {
+		c.Nodes = append(c.Nodes, nodetest.Start(t, nodetest.Options{ID: id, KeyFile: key, Join: first.HTTPAddr, NoJoinToken: true, Args: certArgs(ca, id)}))
+	}
+	c.WaitMembers(3, 30*time.Second)
+	leader := c.WaitLeader(nil, 10*time.Second)
+	m := leader.CreateMerchant(t, 1000)
+	if r := m.At(c.Other(leader)).Post(t, "charge", chargeBody(newOrderID("pki"), "4111111111111111", 300, 24)); r.Status != 200 {
+		t.Fatalf("charge through a follower: %d %s", r.Status, r.Body)
+	}
+	if st, err := leader.Admin("POST", "/admin/v1/cluster/join-token", "", nil); st != 409 || !strings.Contains(err.Error(), "gatewayctl certs create-node") {
+		t.Fatalf("join token on an operator's PKI: %d %v, want 409", st, err)
+	}
+
+	// A node whose certificate another CA signed is never added.
+	other, err := pki.NewCA("another CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := certArgs(other, "node4")
+	args[1] = filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(args[1], append(other.CertPEM(), ca.CertPEM()...), 0o644); err != nil {
+		t.Fatal(err) // it trusts the cluster too; the cluster does not trust it
+	}
+	stranger := nodetest.Start(t, nodetest.Options{ID: "node4", KeyFile: key, Join: first.HTTPAddr, NoJoinToken: true, Args: args, NotReady: true})
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stranger.Logs(), "join: not added yet"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stranger's join was not refused:\n%s", stranger.Logs())
+		}
+	}
+	if v, err := leader.Status(); err != nil || len(v.Members) != 3 {
+		t.Fatalf("members after the stranger's join: %+v %v", v, err)
+	}
+}

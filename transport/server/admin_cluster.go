@@ -163,6 +163,10 @@ func parseJoin(body []byte) (joinRequest, *apierr.Error) {
 
 // joinMember adds a voter (on the leader: the caller forwarded it here).
 func (s *Server) joinMember(ctx *fasthttp.RequestCtx, req joinRequest) {
+	if p := s.cfg.PKI; p != nil && !p.Secure() && !loopbackHost(req.RaftAddr) {
+		writeError(ctx, apierr.New(apierr.Invalid, "raft_addr", "this cluster's links run without TLS (--insecure-cluster-links), which is for loopback addresses only: raft_addr "+req.RaftAddr+" is not one"))
+		return
+	}
 	// A voter that cannot be reached counts against the quorum from the
 	// moment it is added: a mistyped address would stop a single node at
 	// once. The joining node's cluster port listens before it asks.
@@ -262,6 +266,16 @@ func hostIPs(host string) []net.IP {
 	}
 	ips, _ := net.LookupIP(host)
 	return ips
+}
+
+// loopbackHost reports whether host:port names this machine only.
+func loopbackHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // probeRaftTimeout bounds the check that a raft address answers.
