@@ -243,11 +243,7 @@ func (n *Node) reissueIdentity(dir string) (*link.TLS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s holds no node certificate and this node cannot sign one (%v): remove the node, empty its data dir and join it again with a join token", dir, err)
 	}
-	key, err := pki.NewNodeKey()
-	if err != nil {
-		return nil, err
-	}
-	cert, err := signer.Issue(n.cfg.NodeID, pki.HostsOf(n.cfg.AdvertiseRaftAddr), key.Public())
+	cert, key, err := signer.NewNode(n.cfg.NodeID, pki.HostsOf(n.cfg.AdvertiseRaftAddr))
 	if err != nil {
 		return nil, err
 	}
@@ -264,11 +260,7 @@ func (n *Node) bootstrapIdentity(dir string) (*link.TLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := pki.NewNodeKey()
-	if err != nil {
-		return nil, err
-	}
-	cert, err := ca.Issue(n.cfg.NodeID, pki.HostsOf(n.cfg.AdvertiseRaftAddr), key.Public())
+	cert, key, err := ca.NewNode(n.cfg.NodeID, pki.HostsOf(n.cfg.AdvertiseRaftAddr))
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -57,15 +56,11 @@ func selfMadeCert(t *testing.T, nodeID string) tls.Certificate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := pki.NewNodeKey()
+	cert, key, err := ca.NewNode(nodeID, []string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := ca.Issue(nodeID, []string{"127.0.0.1"}, key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
+	return pki.TLSCertificate(cert, key)
 }
 
 // attackers are hashicorp/raft's own client over plain TCP, over TLS with
@@ -233,19 +228,7 @@ func TestJoinTokens(t *testing.T) {
 	if r := m.At(follower).Post(t, "charge", chargeBody(newOrderID("join"), "4111111111111111", 700, 24)); r.Status != 200 {
 		t.Fatalf("charge through %s: %d %s", follower.ID, r.Status, r.Body)
 	}
-	members := func() string {
-		t.Helper()
-		v, err := leader.Status()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, mb := range v.Members {
-			ids = append(ids, mb.ID+"@"+mb.RaftAddr)
-		}
-		sort.Strings(ids)
-		return strings.Join(ids, " ")
-	}
+	members := func() string { return memberList(t, leader) }
 	before := members()
 
 	good := nodetest.NewJoinToken(t, follower.HTTPAddr)
@@ -463,11 +446,7 @@ func writeServerCert(t *testing.T, dir string) *x509.CertPool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := pki.NewNodeKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := ca.Issue("gateway", []string{"127.0.0.1"}, key.Public())
+	cert, key, err := ca.NewNode("gateway", []string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,11 +530,7 @@ func TestOperatorCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	certArgs := func(signer *pki.CA, id string) []string {
-		key, err := pki.NewNodeKey()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, err := signer.Issue(id, []string{"127.0.0.1"}, key.Public())
+		cert, key, err := signer.NewNode(id, []string{"127.0.0.1"})
 		if err != nil {
 			t.Fatal(err)
 		}

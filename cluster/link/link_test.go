@@ -12,15 +12,11 @@ import (
 
 func identity(t *testing.T, ca *pki.CA, nodeID string) *TLS {
 	t.Helper()
-	key, err := pki.NewNodeKey()
+	cert, key, err := ca.NewNode(nodeID, []string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := ca.Issue(nodeID, []string{"127.0.0.1"}, key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &TLS{CA: ca.Pool(), Cert: tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}}
+	return &TLS{CA: ca.Pool(), Cert: pki.TLSCertificate(cert, key)}
 }
 
 func newCA(t *testing.T) *pki.CA {

@@ -15,6 +15,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
@@ -144,6 +145,24 @@ func (ca *CA) Issue(nodeID string, hosts []string, pub crypto.PublicKey) (*x509.
 		return nil, err
 	}
 	return x509.ParseCertificate(der)
+}
+
+// NewNode makes a node key and its certificate (nodeID, hosts as Issue).
+func (ca *CA) NewNode(nodeID string, hosts []string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := NewNodeKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := ca.Issue(nodeID, hosts, key.Public())
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, key, nil
+}
+
+// TLSCertificate pairs a certificate with its key for crypto/tls.
+func TLSCertificate(cert *x509.Certificate, key crypto.Signer) tls.Certificate {
+	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
 }
 
 // IssueCSR checks a certificate request's signature and issues a node

@@ -80,11 +80,7 @@ func certsCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	key, err := pki.NewNodeKey()
-	if err != nil {
-		return fail(err)
-	}
-	cert, err := ca.Issue(*nodeID, pki.HostsOf(strings.Split(*addrs, ",")...), key.Public())
+	cert, key, err := ca.NewNode(*nodeID, pki.HostsOf(strings.Split(*addrs, ",")...))
 	if err != nil {
 		return fail(err)
 	}

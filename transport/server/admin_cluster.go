@@ -117,16 +117,23 @@ type joinRequest struct {
 }
 
 func (s *Server) clusterJoin(ctx *fasthttp.RequestCtx) {
+	if req, ok := readJoin(ctx); ok {
+		s.joinMember(ctx, req)
+	}
+}
+
+// readJoin reads a join's POST body; on false it has answered the error.
+func readJoin(ctx *fasthttp.RequestCtx) (joinRequest, bool) {
 	if !ctx.IsPost() {
 		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to join"))
-		return
+		return joinRequest{}, false
 	}
 	req, verr := parseJoin(ctx.PostBody())
 	if verr != nil {
 		writeError(ctx, verr)
-		return
+		return req, false
 	}
-	s.joinMember(ctx, req)
+	return req, true
 }
 
 // parseJoin decodes and checks a join's body.

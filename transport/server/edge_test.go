@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,17 @@ import (
 
 	"github.com/valyala/fasthttp"
 )
+
+// dialTestServer connects to a new front end with no node behind it.
+func dialTestServer(t *testing.T) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := bodyTestServer(t).Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
 
 // A request that names both a Content-Length and a Transfer-Encoding is
 // refused 400 and its connection closed, in either order: a proxy in front
@@ -23,13 +35,7 @@ func TestBothLengthsAreRefusedAndTheConnectionClosed(t *testing.T) {
 		"odd case":       "content-length: 5\r\ntransfer-encoding: chunked\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			ln := bodyTestServer(t)
-			c, err := ln.Dial()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			br := bufio.NewReader(c)
+			c, br := dialTestServer(t)
 			raw := "POST /api/v3/charge HTTP/1.1\r\nHost: x\r\n" + headers + "\r\n0\r\n\r\n" + smuggled
 			status, body := exchange(t, c, br, raw)
 			if status != 400 || !strings.Contains(body, `"2.07"`) && !strings.Contains(body, "Transfer-Encoding") {
@@ -45,13 +51,7 @@ func TestBothLengthsAreRefusedAndTheConnectionClosed(t *testing.T) {
 
 // One length alone is served as before.
 func TestOneLengthIsServed(t *testing.T) {
-	ln := bodyTestServer(t)
-	c, err := ln.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
+	c, br := dialTestServer(t)
 	if status, _ := exchange(t, c, br, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"); status != 200 {
 		t.Fatalf("Content-Length alone: %d", status)
 	}
@@ -79,13 +79,8 @@ func TestMethodsAreComparedExactly(t *testing.T) {
 		}
 	}
 	// Over HTTP, on a merchant operation.
-	ln := bodyTestServer(t)
-	conn, err := ln.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	status, body := exchange(t, conn, bufio.NewReader(conn), "OST /api/v3/charge HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+	conn, br := dialTestServer(t)
+	status, body := exchange(t, conn, br, "OST /api/v3/charge HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
 	if status != http.StatusMethodNotAllowed || !strings.Contains(body, "use POST") {
 		t.Fatalf("OST /api/v3/charge: %d %s, want 405", status, body)
 	}

@@ -85,13 +85,8 @@ func (s *Server) routePeer(ctx *fasthttp.RequestCtx) {
 // that the node_id is the one its certificate names; a follower then
 // forwards it to the leader.
 func (s *Server) peerJoin(ctx *fasthttp.RequestCtx) {
-	if !ctx.IsPost() {
-		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to join"))
-		return
-	}
-	req, verr := parseJoin(ctx.PostBody())
-	if verr != nil {
-		writeError(ctx, verr)
+	req, ok := readJoin(ctx)
+	if !ok {
 		return
 	}
 	if len(ctx.Request.Header.Peek(ForwardedHeader)) == 0 {
