@@ -1,18 +1,20 @@
 // Package nodetest runs real gatewayd processes for end-to-end tests: it
 // builds the binary once, starts nodes on free loopback ports, and speaks
-// signed HTTP to them. Nothing here is a stub: every request goes through
+// signed HTTP to them. Building, ports and the admin calls a new cluster
+// needs (join tokens, merchants) are bench/launch's, shared with
+// gatewaybench --spawn. Nothing here is a stub: every request goes through
 // the real front end, actors, raft and store.
 package nodetest
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paygate/gateway/bench/launch"
 	"github.com/paygate/gateway/transport/signature"
 )
 
@@ -46,18 +49,8 @@ func Binary(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "gatewayd")
-		root, err := moduleRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/gatewayd")
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("build gatewayd: %v\n%s", err, out)
-		}
+		// The same build as gatewaybench --spawn (bench/launch).
+		binPath, buildErr = launch.BuildGatewayd(context.Background(), dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -76,23 +69,14 @@ func Run(m *testing.M) int {
 	return code
 }
 
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Dir(strings.TrimSpace(string(out))), nil
-}
-
 // FreeAddr returns a loopback address with a free port.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := launch.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", ports[0])
 }
 
 // Node is a gatewayd process and what it needs to be restarted.
@@ -173,14 +157,11 @@ func Start(t testing.TB, o Options) *Node {
 // NewJoinToken asks the member at httpAddr for a join token (valid 1 h).
 func NewJoinToken(t testing.TB, httpAddr string) string {
 	t.Helper()
-	m := &Node{t: t, HTTPAddr: httpAddr}
-	var out struct {
-		JoinToken string `json:"join_token"`
-	}
-	if _, err := m.Admin("POST", "/admin/v1/cluster/join-token", "", &out); err != nil {
+	tok, err := launch.Admin{BaseURL: "http://" + httpAddr, Token: AdminToken, Client: testClient}.JoinToken(context.Background())
+	if err != nil {
 		t.Fatalf("join token from %s: %v", httpAddr, err)
 	}
-	return out.JoinToken
+	return tok
 }
 
 // WaitExit waits up to timeout for the process to end and returns its exit
@@ -334,36 +315,15 @@ type Merchant struct {
 	HTTPClient *http.Client
 }
 
-type keyPair struct {
-	PublicKey string `json:"public_key"`
-	SecretKey string `json:"secret_key"`
-}
-
 // CreateMerchant creates a merchant through the admin API.
 func (n *Node) CreateMerchant(t testing.TB, rps int) *Merchant {
 	t.Helper()
-	body := fmt.Sprintf(`{"name":"test","rate_limit_rps":%d}`, rps)
-	req, _ := http.NewRequest("POST", n.URL()+"/admin/v1/merchants", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+AdminToken)
-	resp, err := testClient.Do(req)
+	m, err := launch.Admin{BaseURL: n.URL(), Token: AdminToken, Client: testClient}.CreateMerchant(context.Background(), "test", rps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var out struct {
-		MerchantID string  `json:"merchant_id"`
-		API        keyPair `json:"api"`
-		Webhook    keyPair `json:"webhook"`
-	}
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("create merchant: %d %s", resp.StatusCode, data)
-	}
-	if err := json.Unmarshal(data, &out); err != nil || out.API.PublicKey == "" || out.API.SecretKey == "" {
-		t.Fatalf("create merchant: %v %s", err, data)
-	}
-	return &Merchant{ID: out.MerchantID, PublicKey: out.API.PublicKey, SecretKey: out.API.SecretKey,
-		WebhookPK: out.Webhook.PublicKey, WebhookSK: out.Webhook.SecretKey, BaseURL: n.URL(),
+	return &Merchant{ID: m.ID, PublicKey: m.API.PublicKey, SecretKey: m.API.SecretKey,
+		WebhookPK: m.Webhook.PublicKey, WebhookSK: m.Webhook.SecretKey, BaseURL: n.URL(),
 		HTTPClient: testClient}
 }
 
