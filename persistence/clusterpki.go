@@ -2,8 +2,6 @@ package persistence
 
 import (
 	"fmt"
-
-	"github.com/go-json-experiment/json"
 )
 
 // The cluster links' secrets (cluster/pki, docs/security.md), replicated so
@@ -53,25 +51,13 @@ func (b *Batch) applyClusterCA(ca *ClusterCA) Result {
 	return Result{}
 }
 
-// applyJoinToken records a token and removes those that expired before it
-// was made (a time in the command, so every replica removes the same).
+// applyJoinToken records a token. Expired ones are kept (a few hundred
+// bytes each, one per token an operator made) and refused by their expiry:
+// pruning them here would read the store past this Raft batch, which is
+// not cut the same way on every replica.
 func (b *Batch) applyJoinToken(t *JoinToken) Result {
 	if t.ID == "" || t.SecretHash == "" {
 		return Result{Err: fmt.Errorf("join token without id or secret hash")}
-	}
-	var expired [][]byte
-	err := b.s.scan([]byte(prefixJoinToken), prefixEnd(prefixJoinToken), func(k, v []byte) bool {
-		var old JoinToken
-		if json.Unmarshal(v, &old) == nil && old.ExpiresAt < t.CreatedAt {
-			expired = append(expired, append([]byte(nil), k...))
-		}
-		return true
-	})
-	if err != nil {
-		panic(fmt.Sprintf("persistence: scan join tokens: %v", err))
-	}
-	for _, k := range expired {
-		b.del(k)
 	}
 	b.putJSON([]byte(prefixJoinToken+t.ID), t)
 	return Result{}
