@@ -19,10 +19,11 @@ import (
 
 	"github.com/paygate/gateway/actors"
 	"github.com/paygate/gateway/cluster"
-	"github.com/paygate/gateway/cluster/link"
+	clusterlink "github.com/paygate/gateway/cluster/link"
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/vault"
-	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/acquirer/host"
+	"github.com/paygate/gateway/transport/acquirer/link"
 	"github.com/paygate/gateway/transport/server"
 	"github.com/paygate/gateway/transport/signature"
 	"github.com/paygate/gateway/transport/webhook"
@@ -40,8 +41,11 @@ type Node struct {
 	vault     *vault.Vault
 	server    *server.Server
 	listener  net.Listener
-	acquirer  *acquirer.Sandbox
-	webhooks  *actors.Webhooks
+	// acquirerLink is the connection to the acquirer host; acquirerHost
+	// the sandbox host run in-process without --acquirer-addr (nil with it).
+	acquirerLink *link.Client
+	acquirerHost *host.Host
+	webhooks     *webhook.Dispatcher
 	// hookClient delivers notifications; its idle connections to
 	// merchants' servers are closed on shutdown.
 	hookClient *webhook.Client
@@ -50,7 +54,7 @@ type Node struct {
 	gauges *metrics.Set
 	// link is the cluster port (cluster/link); pki the node's certificates
 	// (clustertls.go); peers asks other members over the link.
-	link  *link.Link
+	clusterLink *clusterlink.Link
 	pki   *clusterPKI
 	peers *server.PeerClient
 	// joinRaft is the cluster port of the member --join named (join.go).
@@ -105,15 +109,15 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.link, err = link.Listen(link.Config{Addr: cfg.RaftAddr, Advertise: cfg.AdvertiseRaftAddr, TLS: linkTLS, Logger: logger}); err != nil {
+	if n.clusterLink, err = clusterlink.Listen(clusterlink.Config{Addr: cfg.RaftAddr, Advertise: cfg.AdvertiseRaftAddr, TLS: linkTLS, Logger: logger}); err != nil {
 		return nil, err
 	}
 	dialPeer := func(addr string, timeout time.Duration) (net.Conn, error) {
-		return n.link.Dial(addr, link.KindPeer, timeout)
+		return n.clusterLink.Dial(addr, clusterlink.KindPeer, timeout)
 	}
 	n.peers = server.NewPeerClient(dialPeer)
 	n.raft, err = cluster.Start(cluster.Config{
-		StreamLayer: n.link.RaftLayer(),
+		StreamLayer: n.clusterLink.RaftLayer(),
 		NodeID:      cfg.NodeID, RaftAddr: cfg.AdvertiseRaftAddr, DataDir: cfg.DataDir, RaftLogDir: cfg.RaftLogDir, Bootstrap: cfg.Join == "",
 		Logger: logger, HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, HTTPAddr: cfg.AdvertiseHTTPAddr,
@@ -126,9 +130,12 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("component", "actors")
 	}))
-	n.acquirer = acquirer.NewSandbox(cfg.AcquirerLatency)
+	acq, err := n.startAcquirer(cfg, logger) // acquirer.go
+	if err != nil {
+		return nil, err
+	}
 	deps := &actors.Deps{
-		Proposer: n.raft, Store: n.store, Acquirer: n.acquirer, Vault: n.vault, Logger: logger,
+		Proposer: n.raft, Store: n.store, Acquirer: acq, Vault: n.vault, Logger: logger,
 		Now: time.Now, NewID: newID, SettleUnit: cfg.SettleDelayUnit, TokenTTL: cfg.TokenTTL,
 		ProposeTimeout: 10 * time.Second, AuthAttempts: 5,
 		ThreeDS: n.threeDS(), // forms.go
@@ -137,7 +144,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 
 	guard := &webhook.Guard{AllowPrivate: cfg.AllowPrivateCallbacks}
 	n.hookClient = webhook.NewClient(webhook.Config{Guard: guard, UserAgent: "paygate-webhooks/1"})
-	n.webhooks = actors.NewWebhooks(n.system, actors.WebhookConfig{
+	n.webhooks = webhook.NewDispatcher(n.system, webhook.DispatcherConfig{
 		Store: n.store, Proposer: n.raft, Logger: logger, Now: time.Now, Attempt: n.hookClient.Deliver,
 		Keys: func(id string) (string, *signature.Key, bool) {
 			m := n.merchants.ByID(id)
@@ -171,8 +178,8 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	go func() { n.serveErr <- n.server.Serve(n.listener) }()
-	go n.server.ServePeers(n.link.Listener(link.KindPeer))
-	go n.server.ServeJoins(n.link.Listener(link.KindJoin))
+	go n.server.ServePeers(n.clusterLink.Listener(clusterlink.KindPeer))
+	go n.server.ServeJoins(n.clusterLink.Listener(clusterlink.KindJoin))
 
 	n.bg.Add(2)
 	go n.watchLeadership()
@@ -413,6 +420,7 @@ func (n *Node) closeAll() {
 	if n.system != nil {
 		n.system.Shutdown()
 	}
+	n.closeAcquirer()
 	if n.hookClient != nil {
 		n.hookClient.CloseIdleConnections()
 	}
@@ -421,8 +429,8 @@ func (n *Node) closeAll() {
 			n.logger.Warn("raft shutdown", "error", err)
 		}
 	}
-	if n.link != nil {
-		n.link.Close() // raft's shutdown closed it already, unless raft never started
+	if n.clusterLink != nil {
+		n.clusterLink.Close() // raft's shutdown closed it already, unless raft never started
 	}
 	if n.httpCert != nil {
 		n.httpCert.stop()

@@ -27,6 +27,11 @@ import (
 // BuildGatewayd builds ./cmd/gatewayd of the module the working directory
 // is in (found with `go env GOMOD`) into dir and returns the binary's path.
 func BuildGatewayd(ctx context.Context, dir string) (string, error) {
+	return Build(ctx, dir, "gatewayd")
+}
+
+// Build builds the module's ./cmd/<name> into dir and returns its path.
+func Build(ctx context.Context, dir, name string) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
@@ -35,11 +40,11 @@ func BuildGatewayd(ctx context.Context, dir string) (string, error) {
 	if gomod == "" || gomod == os.DevNull {
 		return "", errors.New("not inside a Go module: run from the gateway's repository or pass --gatewayd")
 	}
-	bin := filepath.Join(dir, "gatewayd")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/gatewayd")
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+name)
 	cmd.Dir = filepath.Dir(gomod)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/gatewayd: %w\n%s", err, msg)
+		return "", fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, msg)
 	}
 	return bin, nil
 }
