@@ -55,8 +55,8 @@ type Node struct {
 	// link is the cluster port (cluster/link); pki the node's certificates
 	// (clustertls.go); peers asks other members over the link.
 	clusterLink *clusterlink.Link
-	pki   *clusterPKI
-	peers *server.PeerClient
+	pki         *clusterPKI
+	peers       *server.PeerClient
 	// joinRaft is the cluster port of the member --join named (join.go).
 	joinRaft string
 	// httpCert serves the HTTP listener's TLS certificate (httptls.go).
