@@ -52,7 +52,7 @@ type Node struct {
 	// gauges read this node's actors at each scrape; unregistered on
 	// shutdown, so they never report a stopped node.
 	gauges *metrics.Set
-	// link is the cluster port (cluster/link); pki the node's certificates
+	// clusterLink is the cluster port (cluster/link); pki the node's certificates
 	// (clustertls.go); peers asks other members over the link.
 	clusterLink *clusterlink.Link
 	pki         *clusterPKI
