@@ -3,6 +3,7 @@ package node_test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -574,5 +575,35 @@ func TestOperatorCertificates(t *testing.T) {
 	}
 	if v, err := leader.Status(); err != nil || len(v.Members) != 3 {
 		t.Fatalf("members after the stranger's join: %+v %v", v, err)
+	}
+}
+
+// TestEdgeMethodsAndWebsite: a method is compared whole on the form's pay
+// route (OST used to pay as POST, and on a follower without forwarding),
+// and a website that names no http(s) origin is refused.
+func TestEdgeMethodsAndWebsite(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	m := n.CreateMerchant(t, 1000)
+	orderID := newOrderID("ost")
+	formURL := initForm(t, m, initBody(orderID, 1500, "USD"))
+	b, _ := json.Marshal(formCard("4111111111111111"))
+	for _, method := range []string{"OST", "POS", "PUT"} {
+		status, header, body := httpDo(t, method, formURL+"/pay", "application/json", string(b))
+		if status != http.StatusMethodNotAllowed || header.Get("Allow") != "POST" {
+			t.Fatalf("%s %s/pay: %d Allow %q %s, want 405 Allow POST", method, formURL, status, header.Get("Allow"), body)
+		}
+	}
+	if r := m.Post(t, "status", map[string]any{"order_id": orderID}); r.Status != 200 || r.Str("status") != "created" {
+		t.Fatalf("after the refused methods the order is %d %s, want still created", r.Status, r.Body)
+	}
+	for _, website := range []string{"shop.example", "javascript:alert(1)", "https://", "https://*.example"} {
+		body := chargeBody(newOrderID("site"), "4111111111111111", 500, 24)
+		body["website"] = website
+		expectError(t, m.Post(t, "charge", body), 422, "2.01", "website")
+	}
+	body := chargeBody(newOrderID("site"), "4111111111111111", 500, 24)
+	body["website"] = "https://shop.example/cart"
+	if r := m.Post(t, "charge", body); r.Status != 200 {
+		t.Fatalf("charge with an absolute website: %d %s", r.Status, r.Body)
 	}
 }
