@@ -56,7 +56,7 @@ func (p *clusterPKI) CAFingerprint() string { return p.ca.Fingerprint() }
 func (p *clusterPKI) CACertPEM() []byte { return p.ca.CertPEM() }
 
 // errNoCAKey: the cluster's CA key is nowhere this node can read it.
-var errNoCAKey = errors.New("this cluster's CA key is not held by the cluster (an operator's CA): issue node certificates with gatewayctl certs create-node")
+var errNoCAKey = errors.New("the cluster CA's key is not in this node's store: not yet (the first leader writes it into the log), or the CA is an operator's (issue node certificates with gatewayctl certs create-node)")
 
 // signer returns the CA with its key: this node's own, or the one
 // replicated sealed through the log.
@@ -137,6 +137,17 @@ func (n *Node) replicateCA(ctx context.Context) {
 	}
 }
 
+// hasRaftLog reports whether the raft log folder holds anything: the data
+// dir is a member's, not a new node's.
+func (c Config) hasRaftLog() bool {
+	dir := c.RaftLogDir
+	if dir == "" {
+		dir = filepath.Join(c.DataDir, "raft", "wal")
+	}
+	entries, err := os.ReadDir(dir)
+	return err == nil && len(entries) > 0
+}
+
 // tlsDir is where a node keeps the certificates it made or was issued.
 func (c Config) tlsDir() string { return filepath.Join(c.DataDir, "tls") }
 
@@ -158,14 +169,14 @@ func (n *Node) clusterIdentity() (*link.TLS, error) {
 	if _, err := os.Stat(filepath.Join(dir, pki.NodeCertFile)); err == nil {
 		return n.storedIdentity(dir)
 	}
-	applied, err := n.store.AppliedIndex()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(filepath.Join(dir, pki.CACertFile)); err == nil && applied > 0 {
+	// ca.crt without node.crt: a member whose node key was deleted on
+	// purpose (docs/security.md, rotation).
+	if _, err := os.Stat(filepath.Join(dir, pki.CACertFile)); err == nil {
 		return n.reissueIdentity(dir)
 	}
-	if applied > 0 {
+	// The store's applied index is no guide here: after a kill it may be
+	// behind until raft replays its log. The log itself says.
+	if cfg.hasRaftLog() {
 		return nil, fmt.Errorf("%s holds no node certificate, but %s holds a member's state: put the node's tls folder back, or empty the data dir and join again with a join token", dir, cfg.DataDir)
 	}
 	if cfg.Join == "" {
@@ -207,27 +218,77 @@ func (n *Node) storedIdentity(dir string) (*link.TLS, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch renewed, err := n.renewNodeCert(&t.Cert); {
+	case err != nil:
+		// The CA key may reach this node's store only once raft has
+		// replayed the log: renewLoop tries again while the node runs.
+		n.logger.Warn("the node certificate is due for renewal (or no longer names --advertise-raft-addr) but this node cannot sign one yet: " + err.Error())
+		n.warnExpiry(cert)
+	case renewed != nil:
+		t.Cert = *renewed
+	}
+	return t, nil
+}
+
+// renewCheckEvery is how often a running node looks at its certificate;
+// renewRetry how soon it tries again when it could not sign.
+const (
+	renewCheckEvery = time.Hour
+	renewRetry      = 5 * time.Second
+)
+
+// renewLoop renews the certificate of a node that made its own (or was
+// issued one with a join token) while it runs: one that was due at start
+// but could not be signed yet (the replicated CA key not yet in its
+// store), and one that falls due after months of uptime. The link serves
+// the new certificate to the handshakes that follow.
+func (n *Node) renewLoop() {
+	defer n.bg.Done()
+	wait, warned := renewRetry, false
+	for {
+		select {
+		case <-n.stopLeader:
+			return
+		case <-time.After(wait):
+		}
+		wait = renewCheckEvery
+		renewed, err := n.renewNodeCert(n.clusterLink.Certificate())
+		switch {
+		case err != nil:
+			if !warned {
+				n.logger.Warn("node certificate renewal", "error", err)
+				warned = true
+			}
+			wait = renewRetry
+		case renewed != nil:
+			n.clusterLink.SetCertificate(*renewed)
+		}
+	}
+}
+
+// renewNodeCert issues this node a new certificate for its key, writes it
+// to <data-dir>/tls and returns it, when cur is due (pki.NeedsRenewal),
+// names another node id, or no longer names --advertise-raft-addr's host.
+// It returns nil when cur is fine.
+func (n *Node) renewNodeCert(cur *tls.Certificate) (*tls.Certificate, error) {
+	leaf := cur.Leaf
 	hosts := pki.HostsOf(n.cfg.AdvertiseRaftAddr)
-	moved := cert.VerifyHostname(hosts[0]) != nil
-	if !pki.NeedsRenewal(cert, time.Now()) && !moved && cert.Subject.CommonName == n.cfg.NodeID {
-		return t, nil
+	if !pki.NeedsRenewal(leaf, time.Now()) && leaf.VerifyHostname(hosts[0]) == nil && leaf.Subject.CommonName == n.cfg.NodeID {
+		return nil, nil
 	}
 	signer, err := n.pki.signer()
 	if err != nil {
-		n.logger.Warn("the node certificate is due for renewal (or no longer names --raft-addr) but this node cannot sign one: " + err.Error())
-		n.warnExpiry(cert)
-		return t, nil
+		return nil, err
 	}
-	renewed, err := signer.Issue(n.cfg.NodeID, hosts, t.Cert.PrivateKey.(crypto.Signer).Public())
+	renewed, err := signer.Issue(n.cfg.NodeID, hosts, cur.PrivateKey.(crypto.Signer).Public())
 	if err != nil {
 		return nil, fmt.Errorf("renew the node certificate: %w", err)
 	}
-	if err := pki.WriteFile(dir, pki.NodeCertFile, pki.CertPEM(renewed), 0o644, true); err != nil {
+	if err := pki.WriteFile(n.cfg.tlsDir(), pki.NodeCertFile, pki.CertPEM(renewed), 0o644, true); err != nil {
 		return nil, err
 	}
-	n.logger.Info("node certificate renewed", "not_after", renewed.NotAfter.UTC().Format(time.RFC3339), "previous_not_after", cert.NotAfter.UTC().Format(time.RFC3339))
-	t, _, err = loadNodeTLS(ca, certFile, nodeKeyFile)
-	return t, err
+	n.logger.Info("node certificate renewed", "not_after", renewed.NotAfter.UTC().Format(time.RFC3339), "previous_not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+	return &tls.Certificate{Certificate: [][]byte{renewed.Raw}, PrivateKey: cur.PrivateKey, Leaf: renewed}, nil
 }
 
 // reissueIdentity gives a member whose node.crt and node.key were deleted
@@ -241,7 +302,7 @@ func (n *Node) reissueIdentity(dir string) (*link.TLS, error) {
 	n.pki = &clusterPKI{ca: ca, store: n.store, open: n.vault.Open}
 	signer, err := n.pki.signer()
 	if err != nil {
-		return nil, fmt.Errorf("%s holds no node certificate and this node cannot sign one (%v): remove the node, empty its data dir and join it again with a join token", dir, err)
+		return nil, fmt.Errorf("%s holds no node certificate and this node cannot sign one (%v): if it was killed, start it once with its old node.crt and node.key and stop it with SIGTERM first; or remove the node, empty its data dir and join it again with a join token", dir, err)
 	}
 	cert, key, err := signer.NewNode(n.cfg.NodeID, pki.HostsOf(n.cfg.AdvertiseRaftAddr))
 	if err != nil {

@@ -1,12 +1,16 @@
 package node_test
 
 import (
+	"crypto"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -605,5 +609,85 @@ func TestEdgeMethodsAndWebsite(t *testing.T) {
 	body["website"] = "https://shop.example/cart"
 	if r := m.Post(t, "charge", body); r.Status != 200 {
 		t.Fatalf("charge with an absolute website: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestNodeCertificateRenewedAtStart: a node whose certificate is close to
+// its end gets a new one, for the same key, when it starts; so does a
+// member whose node key was deleted (a new key), and both stay members.
+func TestNodeCertificateRenewedAtStart(t *testing.T) {
+	c := nodetest.StartCluster(t, 3)
+	leader := c.WaitLeader(nil, 10*time.Second)
+	follower := c.Other(leader)
+	tlsDir := filepath.Join(follower.DataDir, "tls")
+	readCert := func() *x509.Certificate {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(tlsDir, pki.NodeCertFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := pki.ParseCert(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert
+	}
+	// Replace the follower's certificate with one that ends in 10 days,
+	// signed by the cluster CA (whose key the first node holds).
+	ca, err := pki.LoadCA(filepath.Join(c.Nodes[0].DataDir, "tls", pki.CACertFile), filepath.Join(c.Nodes[0].DataDir, "tls", pki.CAKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := readCert()
+	short := *old
+	short.NotBefore, short.NotAfter = time.Now().Add(-300*24*time.Hour), time.Now().Add(10*24*time.Hour)
+	short.SerialNumber = big.NewInt(time.Now().UnixNano())
+	der, err := x509.CreateCertificate(rand.Reader, &short, ca.Cert, old.PublicKey, ca.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower.Kill()
+	if err := pki.WriteFile(tlsDir, pki.NodeCertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644, true); err != nil {
+		t.Fatal(err)
+	}
+	follower.Env = nil
+	follower.Restart()
+	// At start, or (when its store lacked the replicated CA key until raft
+	// replayed the log) moments later.
+	var renewed *x509.Certificate
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if renewed = readCert(); renewed.NotAfter.After(time.Now().Add(300 * 24 * time.Hour)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not renewed: valid until %s\n%s", renewed.NotAfter, follower.Logs())
+		}
+	}
+	if !strings.Contains(follower.Logs(), "node certificate renewed") {
+		t.Fatal("the renewal was not logged")
+	}
+	if !renewed.PublicKey.(interface{ Equal(crypto.PublicKey) bool }).Equal(old.PublicKey) {
+		t.Fatal("the renewal changed the node's key")
+	}
+	c.WaitMembers(3, 30*time.Second)
+
+	// A deleted key: a new key and certificate, still a member. (Stopped
+	// with SIGTERM, its store holds the replicated CA key at start.)
+	if err := follower.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{pki.NodeCertFile, pki.NodeKeyFile} {
+		if err := os.Remove(filepath.Join(tlsDir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	follower.Restart()
+	if readCert().PublicKey.(interface{ Equal(crypto.PublicKey) bool }).Equal(old.PublicKey) {
+		t.Fatal("the node kept its old key")
+	}
+	c.WaitMembers(3, 30*time.Second)
+	m := leader.CreateMerchant(t, 1000)
+	if r := m.At(follower).Post(t, "charge", chargeBody(newOrderID("renewed"), "4111111111111111", 800, 24)); r.Status != 200 {
+		t.Fatalf("charge through the renewed follower: %d %s", r.Status, r.Body)
 	}
 }

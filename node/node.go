@@ -184,6 +184,10 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.bg.Add(2)
 	go n.watchLeadership()
 	go n.maintainMembership() // cluster.go
+	if linkTLS != nil && cfg.ClusterCAFile == "" { // certificates the cluster made
+		n.bg.Add(1)
+		go n.renewLoop() // clustertls.go
+	}
 	ok = true
 	return n, nil
 }

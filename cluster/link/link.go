@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -76,6 +77,9 @@ type Link struct {
 	closeOnce  sync.Once
 	refused    sync.Mutex
 	lastRefuse time.Time
+	// cert is this node's certificate; SetCertificate replaces it (a
+	// renewal) for the handshakes that follow.
+	cert atomic.Pointer[tls.Certificate]
 }
 
 // Listen opens the cluster port.
@@ -95,23 +99,33 @@ func Listen(cfg Config) (*Link, error) {
 		queues: map[byte]chan net.Conn{KindRaft: make(chan net.Conn, 16), KindPeer: make(chan net.Conn, 16), KindJoin: make(chan net.Conn, 4)},
 	}
 	if cfg.TLS != nil {
+		l.SetCertificate(cfg.TLS.Cert)
 		l.serverTLS = &tls.Config{
-			MinVersion:   tls.VersionTLS13,
-			Certificates: []tls.Certificate{cfg.TLS.Cert},
+			MinVersion:     tls.VersionTLS13,
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return l.cert.Load(), nil },
 			// A joiner has no certificate yet; KindRaft and KindPeer
 			// connections without a verified one are closed below.
 			ClientAuth: tls.VerifyClientCertIfGiven,
 			ClientCAs:  cfg.TLS.CA,
 		}
 		l.clientTLS = &tls.Config{
-			MinVersion:   tls.VersionTLS13,
-			Certificates: []tls.Certificate{cfg.TLS.Cert},
-			RootCAs:      cfg.TLS.CA,
+			MinVersion: tls.VersionTLS13,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+				return l.cert.Load(), nil
+			},
+			RootCAs: cfg.TLS.CA,
 		}
 	}
 	go l.accept()
 	return l, nil
 }
+
+// SetCertificate makes c this node's certificate for the handshakes that
+// follow (a renewed one; connections already open keep theirs).
+func (l *Link) SetCertificate(c tls.Certificate) { l.cert.Store(&c) }
+
+// Certificate is this node's current certificate (nil on an insecure link).
+func (l *Link) Certificate() *tls.Certificate { return l.cert.Load() }
 
 // Secure reports whether the link runs under TLS.
 func (l *Link) Secure() bool { return l.serverTLS != nil }
