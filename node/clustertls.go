@@ -16,6 +16,7 @@ import (
 	"github.com/paygate/gateway/cluster/link"
 	"github.com/paygate/gateway/cluster/pki"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // The node's identity on the cluster port (docs/security.md):
@@ -31,7 +32,7 @@ import (
 //     no longer names --raft-addr's host.
 //
 // The CA key also travels, sealed under the vault key, through the log
-// (persistence.ClusterCA), so that any member, and so any later leader,
+// (command.ClusterCA), so that any member, and so any later leader,
 // can check a join and issue a certificate.
 
 // caKeyAAD binds the sealed CA key to its purpose.
@@ -128,7 +129,7 @@ func (n *Node) replicateCA(ctx context.Context) {
 		n.logger.Error("seal the cluster CA key", "error", err)
 		return
 	}
-	res, err := n.raft.Propose(ctx, &persistence.Cmd{ClusterCA: &persistence.ClusterCA{CertPEM: string(p.ca.CertPEM()), SealedKey: sealed}})
+	res, err := n.raft.Propose(ctx, &command.Cmd{ClusterCA: &command.ClusterCA{CertPEM: string(p.ca.CertPEM()), SealedKey: sealed}})
 	if err == nil {
 		err = res.Err
 	}

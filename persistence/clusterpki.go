@@ -2,6 +2,8 @@ package persistence
 
 import (
 	"fmt"
+
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // The cluster links' secrets (cluster/pki, docs/security.md), replicated so
@@ -17,27 +19,11 @@ const (
 	prefixJoinToken = "y/t/"
 )
 
-// ClusterCA is the cluster's certificate authority as replicated: the
-// certificate in PEM and the private key sealed under the vault key.
-type ClusterCA struct {
-	CertPEM   string `json:"cert_pem"`
-	SealedKey []byte `json:"sealed_key"`
-}
-
-// JoinToken is what the cluster keeps of a join token.
-type JoinToken struct {
-	ID         string `json:"id"`
-	SecretHash string `json:"secret_hash"`
-	// CreatedAt and ExpiresAt are Unix nanoseconds, decided by the leader.
-	CreatedAt int64 `json:"created_at"`
-	ExpiresAt int64 `json:"expires_at"`
-}
-
 // applyClusterCA records the CA the first time; a later one is refused, the
 // same way on every replica, so a second leader cannot replace the CA every
 // certificate chains to.
-func (b *Batch) applyClusterCA(ca *ClusterCA) Result {
-	cur, err := getJSON[ClusterCA](b, []byte(keyClusterCA))
+func (b *Batch) applyClusterCA(ca *command.ClusterCA) Result {
+	cur, err := getJSON[command.ClusterCA](b, []byte(keyClusterCA))
 	if err != nil {
 		panic(fmt.Sprintf("persistence: read cluster CA: %v", err))
 	}
@@ -55,7 +41,7 @@ func (b *Batch) applyClusterCA(ca *ClusterCA) Result {
 // bytes each, one per token an operator made) and refused by their expiry:
 // pruning them here would read the store past this Raft batch, which is
 // not cut the same way on every replica.
-func (b *Batch) applyJoinToken(t *JoinToken) Result {
+func (b *Batch) applyJoinToken(t *command.JoinToken) Result {
 	if t.ID == "" || t.SecretHash == "" {
 		return Result{Err: fmt.Errorf("join token without id or secret hash")}
 	}
@@ -65,11 +51,11 @@ func (b *Batch) applyJoinToken(t *JoinToken) Result {
 
 // ClusterCA returns the replicated CA, or nil before the first leader
 // recorded it (or when the operator's PKI keeps the CA key away).
-func (s *Store) ClusterCA() (*ClusterCA, error) {
-	return getJSON[ClusterCA](s.db, []byte(keyClusterCA))
+func (s *Store) ClusterCA() (*command.ClusterCA, error) {
+	return getJSON[command.ClusterCA](s.db, []byte(keyClusterCA))
 }
 
 // JoinToken returns a join token's record, or nil.
-func (s *Store) JoinToken(id string) (*JoinToken, error) {
-	return getJSON[JoinToken](s.db, []byte(prefixJoinToken+id))
+func (s *Store) JoinToken(id string) (*command.JoinToken, error) {
+	return getJSON[command.JoinToken](s.db, []byte(prefixJoinToken+id))
 }

@@ -2,6 +2,8 @@ package persistence
 
 import (
 	"testing"
+
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // The cluster CA is recorded once: a second, other CA is refused the same
@@ -9,17 +11,17 @@ import (
 // kept by id with their hash only.
 func TestClusterCAAndJoinTokens(t *testing.T) {
 	ts := newTestStore(t)
-	ca := &ClusterCA{CertPEM: "cert-1", SealedKey: []byte{1, 2, 3}}
-	if res := ts.apply(1, &Cmd{ClusterCA: ca}); res[0].Err != nil {
+	ca := &command.ClusterCA{CertPEM: "cert-1", SealedKey: []byte{1, 2, 3}}
+	if res := ts.apply(1, &command.Cmd{ClusterCA: ca}); res[0].Err != nil {
 		t.Fatal(res[0].Err)
 	}
-	res := ts.apply(2, &Cmd{ClusterCA: ca}, &Cmd{ClusterCA: &ClusterCA{CertPEM: "cert-2", SealedKey: []byte{9}}})
+	res := ts.apply(2, &command.Cmd{ClusterCA: ca}, &command.Cmd{ClusterCA: &command.ClusterCA{CertPEM: "cert-2", SealedKey: []byte{9}}})
 	if res[0].Err != nil || res[1].Err == nil {
 		t.Fatalf("the same CA again: %v; another CA: %v (want refused)", res[0].Err, res[1].Err)
 	}
 	// Within one batch, the first CA wins as well.
 	fresh := newTestStore(t)
-	res = fresh.apply(1, &Cmd{ClusterCA: &ClusterCA{CertPEM: "a"}}, &Cmd{ClusterCA: &ClusterCA{CertPEM: "b"}})
+	res = fresh.apply(1, &command.Cmd{ClusterCA: &command.ClusterCA{CertPEM: "a"}}, &command.Cmd{ClusterCA: &command.ClusterCA{CertPEM: "b"}})
 	if res[0].Err != nil || res[1].Err == nil {
 		t.Fatalf("two CAs in one batch: %v, %v", res[0].Err, res[1].Err)
 	}
@@ -28,8 +30,8 @@ func TestClusterCAAndJoinTokens(t *testing.T) {
 		t.Fatalf("ClusterCA() = %+v, %v", got, err)
 	}
 
-	tok := &JoinToken{ID: "0123456789abcdef", SecretHash: "hash", CreatedAt: 1, ExpiresAt: 2}
-	if res := ts.apply(3, &Cmd{JoinToken: tok}, &Cmd{JoinToken: &JoinToken{ID: "x"}}); res[0].Err != nil || res[1].Err == nil {
+	tok := &command.JoinToken{ID: "0123456789abcdef", SecretHash: "hash", CreatedAt: 1, ExpiresAt: 2}
+	if res := ts.apply(3, &command.Cmd{JoinToken: tok}, &command.Cmd{JoinToken: &command.JoinToken{ID: "x"}}); res[0].Err != nil || res[1].Err == nil {
 		t.Fatalf("token: %v; token without a hash: %v (want refused)", res[0].Err, res[1].Err)
 	}
 	if got, err := ts.JoinToken(tok.ID); err != nil || got == nil || *got != *tok {

@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/cluster"
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/apierr"
 )
 
@@ -187,7 +187,7 @@ func (s *Server) joinMember(ctx *fasthttp.RequestCtx, req joinRequest) {
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	err := s.cfg.Cluster.Join(cctx, persistence.Member{NodeID: req.NodeID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
+	err := s.cfg.Cluster.Join(cctx, command.Member{NodeID: req.NodeID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
 	s.membershipAnswer(ctx, "cluster join", err)
 }
 

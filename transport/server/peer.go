@@ -15,7 +15,7 @@ import (
 	"github.com/paygate/gateway/cluster"
 	"github.com/paygate/gateway/cluster/link"
 	"github.com/paygate/gateway/cluster/pki"
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/apierr"
 )
 
@@ -182,7 +182,7 @@ func (s *Server) checkJoinToken(raw string) *apierr.Error {
 	if tok.CAFingerprint != s.cfg.PKI.CAFingerprint() {
 		return apierr.New(errJoinToken, "join_token", "the join token was made for another cluster (its CA fingerprint differs)")
 	}
-	var rec *persistence.JoinToken
+	var rec *command.JoinToken
 	for deadline := time.Now().Add(tokenPropagation); ; {
 		if rec, err = s.cfg.Store.JoinToken(tok.ID); err != nil {
 			s.cfg.Logger.Error("read join token", "error", err)
@@ -264,10 +264,10 @@ func (s *Server) clusterJoinToken(ctx *fasthttp.RequestCtx) {
 	}
 	tok := pki.NewToken(p.CAFingerprint())
 	now := s.cfg.Now()
-	rec := &persistence.JoinToken{ID: tok.ID, SecretHash: tok.SecretHash(), CreatedAt: now.UnixNano(), ExpiresAt: now.Add(ttl).UnixNano()}
+	rec := &command.JoinToken{ID: tok.ID, SecretHash: tok.SecretHash(), CreatedAt: now.UnixNano(), ExpiresAt: now.Add(ttl).UnixNano()}
 	cctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	res, err := s.cfg.Cluster.Propose(cctx, &persistence.Cmd{JoinToken: rec})
+	res, err := s.cfg.Cluster.Propose(cctx, &command.Cmd{JoinToken: rec})
 	if err == nil {
 		err = res.Err
 	}
@@ -305,7 +305,7 @@ func (p *PeerClient) Self(raftAddr string, digest bool, timeout time.Duration) (
 }
 
 // Join asks the member at raftAddr (any: a follower forwards it) to add m.
-func (p *PeerClient) Join(raftAddr string, m persistence.Member, timeout time.Duration) error {
+func (p *PeerClient) Join(raftAddr string, m command.Member, timeout time.Duration) error {
 	body := mustJSON(joinRequest{NodeID: m.NodeID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr})
 	return p.do(fasthttp.MethodPost, "http://"+raftAddr+"/peer/v1/join", body, timeout, nil)
 }
