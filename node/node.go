@@ -184,8 +184,9 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 
 	n.bg.Add(2)
 	go n.watchLeadership()
-	go n.maintainMembership()                      // cluster.go
-	if linkTLS != nil && cfg.ClusterCAFile == "" { // certificates the cluster made
+	go n.maintainMembership() // cluster.go
+	// Certificates the cluster made are renewed while the node runs.
+	if linkTLS != nil && cfg.ClusterCAFile == "" {
 		n.bg.Add(1)
 		go n.renewLoop() // clustertls.go
 	}
