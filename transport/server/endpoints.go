@@ -268,6 +268,9 @@ func createData(f *api.OrderFields, settleDelayHours int64) order.CreateData {
 	if f.SubscriptionProductID != nil {
 		d.SubscriptionID = uuid.NewString()
 	}
+	if f.Customer != nil {
+		d.CustomerEmail = deref(f.Customer.Email)
+	}
 	return d
 }
 
