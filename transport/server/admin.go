@@ -30,6 +30,10 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
 		s.serveWebhooks(ctx, strings.TrimPrefix(strings.TrimPrefix(route, "webhooks"), "/"))
 		return
 	}
+	if route == "orders" || route == "orders.csv" || strings.HasPrefix(route, "orders/") {
+		s.serveOrders(ctx, route)
+		return
+	}
 	if route == "merchants" {
 		if !ctx.IsPost() {
 			writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to create a merchant"))
