@@ -29,6 +29,8 @@ type Cmd struct {
 	IdemPrune   *IdemPrune   `json:"ip,omitempty"`
 	// Member records a cluster member (members.go).
 	Member *Member `json:"mb,omitempty"`
+	// Audit appends a record to the audit log (audit.go).
+	Audit *AuditRecord `json:"au,omitempty"`
 }
 
 // Result is what applying a Cmd did; the proposer gets it back.
@@ -266,6 +268,8 @@ func (b *Batch) Apply(c *Cmd) Result {
 		return b.applyNotifyPrune(c.NotifyPrune)
 	case c.IdemPrune != nil:
 		return b.applyIdemPrune(c.IdemPrune)
+	case c.Audit != nil:
+		return b.applyAudit(c.Audit)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }

@@ -90,6 +90,7 @@ type Server struct {
 	endpoints map[string]namedEndpoint
 	metrics   *requestMetrics
 	fwd       *forwarder // relays requests to the leader (forward.go)
+	audit     auditLog   // serialises the leader's audit records (admin_audit.go)
 	hashers   sync.Pool  // *requestHasher keyed with cfg.HashKey
 	// handling counts requests being handled, for Shutdown: a connection
 	// with none is not waited for.
