@@ -1,15 +1,13 @@
 package persistence
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // The audit log (contract 13): a hash chain of records of what operators
@@ -26,31 +24,11 @@ const (
 
 var keyAuditHead = []byte(prefixAuditHead + "audit")
 
+// AuditRecord is one entry of the audit log (its format: package command).
+type AuditRecord = command.AuditRecord
+
 // AuditGenesis is the first record's prev_hash.
-var AuditGenesis = strings.Repeat("0", 64)
-
-// AuditRecord is one entry of the audit log. At is RFC 3339 (UTC, with
-// nanoseconds) as the leader's clock read it.
-type AuditRecord struct {
-	Seq      uint64 `json:"seq"`
-	At       string `json:"at"`
-	Actor    string `json:"actor"`
-	Action   string `json:"action"`
-	Target   string `json:"target"`
-	SourceIP string `json:"source_ip"`
-	Result   string `json:"result"`
-	PrevHash string `json:"prev_hash"`
-	Hash     string `json:"hash"`
-}
-
-// ComputeHash is the lowercase hex SHA-256 of seq, at, actor, action,
-// target, source_ip, result and prev_hash, joined by "\n".
-func (r *AuditRecord) ComputeHash() string {
-	s := strings.Join([]string{strconv.FormatUint(r.Seq, 10), r.At, r.Actor, r.Action, r.Target,
-		r.SourceIP, r.Result, r.PrevHash}, "\n")
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
+var AuditGenesis = command.AuditGenesis
 
 // AuditHead is where the chain ends: the last record's seq and hash (0 and
 // AuditGenesis when the log is empty).

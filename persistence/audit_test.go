@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // The FSM appends only a record that extends the chain; a second record
@@ -20,7 +22,7 @@ func TestAuditChainAppendsOnlyTheNextRecord(t *testing.T) {
 	first := head.Next(AuditRecord{At: "2026-11-28T00:00:00Z", Actor: "admin-token", Action: "POST /admin/v1/merchants",
 		Target: "merchant:m1", SourceIP: "127.0.0.1", Result: "200"})
 	racing := head.Next(AuditRecord{At: "2026-11-28T00:00:01Z", Actor: "admin-token", Action: "POST /admin/v1/cluster/remove"})
-	res := ts.apply(1, &Cmd{Audit: &first}, &Cmd{Audit: &racing})
+	res := ts.apply(1, &command.Cmd{Audit: &first}, &command.Cmd{Audit: &racing})
 	if res[0].Err != nil || !errors.Is(res[1].Err, ErrAuditOutOfOrder) {
 		t.Fatalf("results: %v, %v", res[0].Err, res[1].Err)
 	}
@@ -28,10 +30,10 @@ func TestAuditChainAppendsOnlyTheNextRecord(t *testing.T) {
 	second := head.Next(AuditRecord{At: "2026-11-28T00:00:02Z", Actor: "admin-token", Action: "x"})
 	forged := second
 	forged.Result = "200" // its hash no longer matches
-	if r := ts.apply(2, &Cmd{Audit: &forged}); !errors.Is(r[0].Err, ErrAuditOutOfOrder) {
+	if r := ts.apply(2, &command.Cmd{Audit: &forged}); !errors.Is(r[0].Err, ErrAuditOutOfOrder) {
 		t.Fatalf("a record whose hash does not match: %v", r[0].Err)
 	}
-	if r := ts.apply(3, &Cmd{Audit: &second}); r[0].Err != nil {
+	if r := ts.apply(3, &command.Cmd{Audit: &second}); r[0].Err != nil {
 		t.Fatal(r[0].Err)
 	}
 	recs, more, err := ts.AuditRecords(0, 10)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // searchFixture is a store filled with random orders of three merchants,
@@ -48,7 +49,7 @@ func (f *searchFixture) add(n int, baseTime int64) {
 		id := fmt.Sprintf("ord-%d-%05d", f.rng.IntN(3), f.n)
 		card := searchCards[f.rng.IntN(len(searchCards))]
 		at := baseTime + int64(f.rng.IntN(200))*int64(time.Second)
-		cmds := []*Cmd{{Order: &order.Command{
+		cmds := []*command.Cmd{{Order: &order.Command{
 			Kind: order.KindCreate, Time: at, Merchant: m, OrderID: id, TxnID: "t-" + id, RequestHash: "h-" + id,
 			Create: &order.CreateData{Amount: searchAmounts[f.rng.IntN(len(searchAmounts))], Currency: "USD",
 				ProcessingMID: "mid", SettleDelayHours: 24, CustomerEmail: searchEmails[f.rng.IntN(len(searchEmails))],
@@ -56,10 +57,10 @@ func (f *searchFixture) add(n int, baseTime int64) {
 		}}}
 		switch f.rng.IntN(4) {
 		case 1, 3:
-			cmds = append(cmds, &Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: at + 1, Merchant: m,
+			cmds = append(cmds, &command.Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: at + 1, Merchant: m,
 				OrderID: id, TxnID: "t-" + id, Outcome: &order.OutcomeData{Approved: true, AuthCode: "1"}}})
 		case 2:
-			cmds = append(cmds, &Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: at + 1, Merchant: m,
+			cmds = append(cmds, &command.Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: at + 1, Merchant: m,
 				OrderID: id, TxnID: "t-" + id, Outcome: &order.OutcomeData{DeclineCode: "3.08", DeclineMessage: "no"}}})
 		}
 		f.idx++
@@ -67,7 +68,7 @@ func (f *searchFixture) add(n int, baseTime int64) {
 		if len(cmds) == 2 && cmds[1].Order.Outcome.Approved && f.rng.IntN(2) == 0 {
 			o := f.model[m+"\x00"+id]
 			f.idx++
-			f.record(f.ts.apply(f.idx, &Cmd{Order: &order.Command{Kind: order.KindSettle, Time: at + 2,
+			f.record(f.ts.apply(f.idx, &command.Cmd{Order: &order.Command{Kind: order.KindSettle, Time: at + 2,
 				Merchant: m, OrderID: id, TxnID: "s-" + id, Amount: o.Amount}}))
 		}
 	}

@@ -307,4 +307,3 @@ func printOrders(w io.Writer, orders []orderRow, withTxns bool) {
 	}
 	tw.Flush()
 }
-

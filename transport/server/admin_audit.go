@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/apierr"
 )
 
@@ -110,7 +111,7 @@ func (s *Server) appendAudit(rec persistence.AuditRecord) error {
 		rec.At = s.cfg.Now().UTC().Format(time.RFC3339Nano)
 		next := head.Next(rec)
 		var res persistence.Result
-		res, err = s.cfg.Cluster.Propose(context.Background(), &persistence.Cmd{Audit: &next})
+		res, err = s.cfg.Cluster.Propose(context.Background(), &command.Cmd{Audit: &next})
 		if err == nil {
 			err = res.Err
 		}

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/signature"
 )
@@ -60,7 +60,7 @@ func NewMerchants(v *vault.Vault) *Merchants {
 }
 
 // Put adds or replaces a merchant from its stored record.
-func (m *Merchants) Put(rec *persistence.Merchant) error {
+func (m *Merchants) Put(rec *command.Merchant) error {
 	api, err := m.vault.Open(rec.APISecretSealed, vault.AAD("merchant-api", rec.ID))
 	if err != nil {
 		return fmt.Errorf("open api secret of %s: %w", rec.ID, err)
@@ -126,7 +126,7 @@ func randomHex(prefix string, n int) string {
 
 // NewMerchantRecord makes keys from crypto/rand and the record to propose;
 // the secrets in the record are sealed by the vault.
-func NewMerchantRecord(v *vault.Vault, id, name string, rps int, now time.Time) (*persistence.Merchant, Credentials, error) {
+func NewMerchantRecord(v *vault.Vault, id, name string, rps int, now time.Time) (*command.Merchant, Credentials, error) {
 	if id == "" {
 		id = randomHex("mer_", 8)
 	}
@@ -143,7 +143,7 @@ func NewMerchantRecord(v *vault.Vault, id, name string, rps int, now time.Time) 
 	if err != nil {
 		return nil, creds, err
 	}
-	return &persistence.Merchant{
+	return &command.Merchant{
 		ID: id, Name: name, APIPublicKey: creds.API.PublicKey, APISecretSealed: apiSealed,
 		WebhookPublicKey: creds.Webhook.PublicKey, WebhookSecretSealed: hookSealed,
 		RateLimitRPS: rps, CreatedAt: now.UnixNano(),
