@@ -113,14 +113,29 @@ func (b *Batch) putSearchIndexes(cur, next *order.Order) {
 				continue
 			}
 			if ov != "" || kind == searchByTime {
-				b.del(searchKey(kind, cur.Merchant, ov, cur))
-				b.del(searchKey(kind, "", ov, cur))
+				b.indexWrite(searchKey(kind, cur.Merchant, ov, cur), false)
+				b.indexWrite(searchKey(kind, "", ov, cur), false)
 			}
 		}
 		if nv != "" || kind == searchByTime {
-			b.set(searchKey(kind, next.Merchant, nv, next), nil)
-			b.set(searchKey(kind, "", nv, next), nil)
+			b.indexWrite(searchKey(kind, next.Merchant, nv, next), true)
+			b.indexWrite(searchKey(kind, "", nv, next), true)
 		}
+	}
+}
+
+// indexWrite sets (or deletes) an index key in the Pebble batch only: no
+// command reads g/ keys while applying, so they skip the batch's read
+// overlay (b.written) and its map insert, a dozen per new order.
+func (b *Batch) indexWrite(key []byte, set bool) {
+	var err error
+	if set {
+		err = b.b.Set(key, nil, nil)
+	} else {
+		err = b.b.Delete(key, nil)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("persistence: write search index: %v", err))
 	}
 }
 
