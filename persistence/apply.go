@@ -252,6 +252,10 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyIdemPrune(c.IdemPrune)
 	case c.Audit != nil:
 		return b.applyAudit(c.Audit)
+	case c.ClusterCA != nil:
+		return b.applyClusterCA(c.ClusterCA)
+	case c.JoinToken != nil:
+		return b.applyJoinToken(c.JoinToken)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }

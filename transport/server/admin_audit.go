@@ -44,9 +44,11 @@ type auditLog struct{ mu sync.Mutex }
 const clientIPHeader = "X-Gateway-Client-IP"
 
 // sourceIP is the address the call came from: the client's, as the
-// forwarding follower saw it, for a forwarded call.
+// forwarding member saw it, for a call forwarded over the cluster port
+// (a peer authenticated by its certificate; the header is ignored on any
+// other connection).
 func sourceIP(ctx *fasthttp.RequestCtx) string {
-	if len(ctx.Request.Header.Peek(ForwardedHeader)) > 0 {
+	if fromPeer(ctx) {
 		if ip := ctx.Request.Header.Peek(clientIPHeader); len(ip) > 0 {
 			return string(ip)
 		}
