@@ -11,8 +11,8 @@
 //
 // Repeats: a message is identified by its kind (authorisation, financial,
 // advice, reversal), its card acceptor id (field 42) and its RRN (field
-// 37). The first one is decided, written to the ledger and fsynced before
-// its answer leaves; every later one, concurrent or after a restart, gets
+// 37). The first one is decided and written to the ledger before its
+// answer leaves (fsynced too when it moves money: see ledger); every later one, concurrent or after a restart, gets
 // the same answer (with its own STAN and transmission time echoed) and
 // moves nothing. The repeat index holds the last repeatWindowMax messages
 // (loaded from the last two days' ledger files at start); the ledger files
