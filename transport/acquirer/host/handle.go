@@ -74,8 +74,9 @@ func (h *Host) handle(req *iso8583.Message) *iso8583.Message {
 	if rec.AuthCode != "" {
 		resp.Set(iso8583.FieldAuthCode, rec.AuthCode)
 	}
-	var f48 []byte
-	for _, t := range [][2]string{{iso8583.TagARN, rec.ARN}, {iso8583.TagAVSResult, rec.AVS}, {iso8583.TagCVVResult, rec.CVV}} {
+	var buf [128]byte // the answer's field 48 fits: no growing slice
+	f48 := buf[:0]
+	for _, t := range [...][2]string{{iso8583.TagARN, rec.ARN}, {iso8583.TagAVSResult, rec.AVS}, {iso8583.TagCVVResult, rec.CVV}} {
 		if t[1] != "" {
 			f48, _ = iso8583.AppendTLV(f48, t[0], t[1])
 		}
