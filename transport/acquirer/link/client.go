@@ -167,7 +167,7 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 	if !req.Has(iso8583.FieldTransmissionTime) {
 		req.Set(iso8583.FieldTransmissionTime, iso8583.TransmissionTime(c.cfg.Now().UTC()))
 	}
-	cl := &call{mti: req.MTI, answer: make(chan *iso8583.Message, 1)}
+	cl := newCall(req.MTI)
 	var conn net.Conn
 	var writer *iso8583.FrameWriter
 	for {
@@ -195,12 +195,18 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 		}
 	}
 	stan := req.Value(iso8583.FieldSTAN)
+	answered := false
 	defer func() {
 		c.mu.Lock()
 		if c.pending[stan] == cl {
 			delete(c.pending, stan)
 		}
 		c.mu.Unlock()
+		if answered {
+			// The reader took it out of pending and sent its one answer,
+			// which was received: nothing else can touch it now.
+			calls.Put(cl)
+		}
 	}()
 	if err := c.write(writer, req); err != nil {
 		var fe *iso8583.FieldError
@@ -217,8 +223,22 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 	case !ok:
 		return nil, ErrConnectionLost
 	}
+	answered = true
 	roundTrip(req.MTI).UpdateDuration(start)
 	return ans, nil
+}
+
+// calls holds answered calls for reuse. Only an answered one comes back:
+// after a timeout the reader may still be about to send to it, and after a
+// lost connection its channel is closed.
+var calls sync.Pool
+
+func newCall(mti string) *call {
+	if cl, ok := calls.Get().(*call); ok {
+		cl.mti = mti
+		return cl
+	}
+	return &call{mti: mti, answer: make(chan *iso8583.Message, 1)}
 }
 
 // timers holds stopped request timers. Since Go 1.23 a stopped or reset
