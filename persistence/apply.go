@@ -250,6 +250,10 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyNotifyPrune(c.NotifyPrune)
 	case c.IdemPrune != nil:
 		return b.applyIdemPrune(c.IdemPrune)
+	case c.ClusterCA != nil:
+		return b.applyClusterCA(c.ClusterCA)
+	case c.JoinToken != nil:
+		return b.applyJoinToken(c.JoinToken)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }
