@@ -119,17 +119,8 @@ func TestRepeatAnsweredOnceAcrossRestart(t *testing.T) {
 // first answer, deciding nothing.
 func TestAuthorisationRecordedBeforeItsAnswer(t *testing.T) {
 	dir := t.TempDir()
-	h, err := Open(Config{DataDir: dir, Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go h.Serve(ln)
-	defer h.Close() // only at the end: the second host reads what the first left in the file
-	first := exchange(t, ln.Addr().String(), financial("0100", "000000", "000001", "RRN000000077", acquirer.CardVisaApproved, 1000))
+	h, addr := openHost(t, dir) // closed only at the test's end: the second host reads what it left in the file
+	first := exchange(t, addr, financial("0100", "000000", "000001", "RRN000000077", acquirer.CardVisaApproved, 1000))
 	if first.Value(39) != "00" || h.Total() != 1 {
 		t.Fatalf("first answer %s, decided %d", first.Dump(), h.Total())
 	}
