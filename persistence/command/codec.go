@@ -31,27 +31,46 @@ import (
 
 // Format versions: the first byte of an encoded order or command. A stored
 // order that starts with '{' is legacy JSON (persistence decodes it).
+//
+// Version 2 of orders and commands appends the customer's e-mail (the
+// search index's key) after every version-1 field; version 1 still decodes,
+// with no e-mail.
 const (
 	orderFormatV1   byte = 1
+	orderFormatV2   byte = 2
 	commandFormatV1 byte = 1
-	// V2 adds the acquirer movements (move.go) after the V1 fields: an
-	// order's AuthTrace, Moves and its transactions' declines, a command's
-	// Move. A record without them is still written as V1, byte for byte.
-	orderFormatV2      byte = 2
-	commandFormatV2    byte = 2
+	commandFormatV2 byte = 2
+	// Version 3 appends the acquirer movements (order/move.go) after every
+	// version-2 field: an order's AuthTrace, Moves and its transactions'
+	// declines; a command's Move and its outcome's Trace. A record without
+	// them is still written as version 2, byte for byte.
+	orderFormatV3      byte = 3
+	commandFormatV3    byte = 3
 	tokenGrantFormatV1 byte = 1
 )
+
+// formatVersion is b's version byte when it is one of the versions given
+// (a decoder then reads it), else the first of them (the decoder fails on b
+// naming the version it found).
+func formatVersion(b []byte, versions ...byte) byte {
+	for _, v := range versions {
+		if len(b) > 0 && b[0] == v {
+			return v
+		}
+	}
+	return versions[0]
+}
 
 // ErrCodec is wrapped by every decoding error.
 var ErrCodec = wire.ErrCodec
 
 // AppendOrder appends the binary encoding of o to dst.
 func AppendOrder(dst []byte, o *order.Order) []byte {
-	v2 := orderNeedsV2(o)
-	if v2 {
-		dst = append(dst, orderFormatV2)
+	v3 := orderNeedsV3(o)
+	if v3 {
+		dst = append(dst, orderFormatV3)
 	} else {
-		dst = append(dst, orderFormatV1)
+		dst = append(dst, orderFormatV2)
 	}
 	dst = wire.AppendString(dst, o.Merchant)
 	dst = wire.AppendString(dst, o.ID)
@@ -104,7 +123,8 @@ func AppendOrder(dst []byte, o *order.Order) []byte {
 	dst = wire.AppendString(dst, o.Language)
 	dst = wire.AppendBool(dst, o.ThreeDSForce)
 	dst = wire.AppendBool(dst, o.AttemptNonSecure)
-	if !v2 {
+	dst = wire.AppendString(dst, o.CustomerEmail)
+	if !v3 {
 		return dst
 	}
 	dst = wire.AppendString(dst, o.AuthTrace)
@@ -130,8 +150,8 @@ func AppendOrder(dst []byte, o *order.Order) []byte {
 	return dst
 }
 
-// orderNeedsV2 reports whether o has anything only V2 encodes.
-func orderNeedsV2(o *order.Order) bool {
+// orderNeedsV3 reports whether o has anything only version 3 encodes.
+func orderNeedsV3(o *order.Order) bool {
 	if o.AuthTrace != "" || len(o.Moves) > 0 {
 		return true
 	}
@@ -148,7 +168,8 @@ const moveBytesMin = 7
 
 // DecodeOrder decodes what AppendOrder encoded. b is not retained.
 func DecodeOrder(b []byte) (*order.Order, error) {
-	d := newDecoder(b, formatOf(b, orderFormatV2, orderFormatV1), "order")
+	version := formatVersion(b, orderFormatV3, orderFormatV2, orderFormatV1)
+	d := newDecoder(b, version, "order")
 	o := &order.Order{}
 	o.Merchant = d.Str()
 	o.ID = d.Str()
@@ -202,7 +223,10 @@ func DecodeOrder(b []byte) (*order.Order, error) {
 	o.Language = d.Str()
 	o.ThreeDSForce = d.Bool()
 	o.AttemptNonSecure = d.Bool()
-	if len(b) > 0 && b[0] == orderFormatV2 {
+	if version >= orderFormatV2 {
+		o.CustomerEmail = d.Str()
+	}
+	if version >= orderFormatV3 {
 		o.AuthTrace = d.Str()
 		if n := d.Count(moveBytesMin); n > 0 {
 			o.Moves = make([]order.Movement, n)
@@ -227,11 +251,11 @@ func DecodeOrder(b []byte) (*order.Order, error) {
 
 // AppendCommand appends the binary encoding of c to dst.
 func AppendCommand(dst []byte, c *order.Command) []byte {
-	v2 := c.Move != nil || c.Outcome != nil && c.Outcome.Trace != ""
-	if v2 {
-		dst = append(dst, commandFormatV2)
+	v3 := c.Move != nil || c.Outcome != nil && c.Outcome.Trace != ""
+	if v3 {
+		dst = append(dst, commandFormatV3)
 	} else {
-		dst = append(dst, commandFormatV1)
+		dst = append(dst, commandFormatV2)
 	}
 	dst = wire.AppendString(dst, string(c.Kind))
 	dst = binary.AppendVarint(dst, c.Time)
@@ -306,7 +330,12 @@ func AppendCommand(dst []byte, c *order.Command) []byte {
 		dst = wire.AppendString(dst, r.DeclineCode)
 		dst = wire.AppendString(dst, r.DeclineMessage)
 	}
-	if !v2 {
+	var email string // version 2: the create's customer e-mail, last
+	if c.Create != nil {
+		email = c.Create.CustomerEmail
+	}
+	dst = wire.AppendString(dst, email)
+	if !v3 {
 		return dst
 	}
 	dst = wire.AppendBool(dst, c.Move != nil)
@@ -334,7 +363,8 @@ type outcomeCommand struct {
 
 // DecodeCommand decodes what AppendCommand encoded. b is not retained.
 func DecodeCommand(b []byte) (*order.Command, error) {
-	d := newDecoder(b, formatOf(b, commandFormatV2, commandFormatV1), "command")
+	version := formatVersion(b, commandFormatV3, commandFormatV2, commandFormatV1)
+	d := newDecoder(b, version, "command")
 	// The fields before Create go to hdr, copied into the command once it
 	// is known whether it shares an allocation with its data.
 	var hdr order.Command
@@ -422,7 +452,12 @@ func DecodeCommand(b []byte) (*order.Command, error) {
 		r.DeclineMessage = d.Str()
 		c.ThreeDSResult = r
 	}
-	if len(b) > 0 && b[0] == commandFormatV2 {
+	if version >= commandFormatV2 {
+		if email := d.Str(); c.Create != nil {
+			c.Create.CustomerEmail = email
+		}
+	}
+	if version >= commandFormatV3 {
 		if d.Present() {
 			c.Move = &order.Move{STAN: d.Str(), RRN: d.Str()}
 		}
@@ -565,15 +600,6 @@ func (d *decoder) source(s *order.PaymentSource) {
 
 // decoder is the wire decoder with the order types' shared parts below.
 type decoder struct{ wire.Decoder }
-
-// formatOf is b's version when it is v2, else v1 (which the decoder then
-// checks).
-func formatOf(b []byte, v2, v1 byte) byte {
-	if len(b) > 0 && b[0] == v2 {
-		return v2
-	}
-	return v1
-}
 
 func newDecoder(b []byte, version byte, what string) decoder {
 	return decoder{wire.NewDecoder(b, version, what)}

@@ -26,9 +26,24 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
 		if handled, _ := s.forward(ctx); handled {
 			return
 		}
+		// The leader records every state-changing call, once answered.
+		defer s.recordAudit(ctx, AdminTokenActor, route)
+	}
+	s.routeAdmin(ctx, route)
+}
+
+// routeAdmin serves an authenticated admin call.
+func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, route string) {
+	if route == "audit" {
+		s.serveAudit(ctx)
+		return
 	}
 	if route == "webhooks" || strings.HasPrefix(route, "webhooks/") {
 		s.serveWebhooks(ctx, strings.TrimPrefix(strings.TrimPrefix(route, "webhooks"), "/"))
+		return
+	}
+	if route == "orders" || route == "orders.csv" || strings.HasPrefix(route, "orders/") {
+		s.serveOrders(ctx, route)
 		return
 	}
 	if route == "merchants" {
@@ -104,5 +119,6 @@ func (s *Server) createMerchant(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, s.errorFor("create merchant", err))
 		return
 	}
+	ctx.SetUserValue(auditTargetKey, "merchant:"+rec.ID)
 	writeJSON(ctx, 200, creds)
 }
