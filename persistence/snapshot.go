@@ -189,3 +189,33 @@ func readN(r io.Reader, n uint64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// CopyForNewCluster copies a snapshot stream, leaving out the member
+// records (n/): a backup restored as a new cluster starts with the
+// restoring node alone, and the records of the old cluster's nodes would
+// show as members half added. Each node records itself again.
+func CopyForNewCluster(w io.Writer, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var lenBuf [binary.MaxVarintLen64]byte
+	put := func(b []byte) {
+		bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(b)))])
+		bw.Write(b)
+	}
+	for {
+		k, v, err := readRecord(br)
+		if err != nil {
+			return err
+		}
+		if k == nil {
+			break
+		}
+		if bytes.HasPrefix(k, []byte(prefixMember)) {
+			continue
+		}
+		put(k)
+		put(v)
+	}
+	bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], 0)])
+	return bw.Flush()
+}

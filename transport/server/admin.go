@@ -31,6 +31,10 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
 		s.serveWebhooks(ctx, strings.TrimPrefix(strings.TrimPrefix(route, "webhooks"), "/"))
 		return
 	}
+	if route == "backup" {
+		s.serveBackup(ctx) // admin_backup.go
+		return
+	}
 	if route == "merchants" {
 		if !ctx.IsPost() {
 			writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to create a merchant"))
