@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -227,5 +228,56 @@ func TestRestoreRefusesBadFilesAndUsedDataDirs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Scheduled backups land in --backup-dir, each a whole verified file; the
+// oldest go beyond --backup-keep, and the metric holds the last success.
+func TestScheduledBackupsKeepTheNewest(t *testing.T) {
+	dir := t.TempDir()
+	n := nodetest.Start(t, nodetest.Options{Args: []string{"--backup-dir", dir, "--backup-interval", "150ms", "--backup-keep", "2"}})
+	m := n.CreateMerchant(t, 1000)
+	m.Post(t, "charge", chargeBody(newOrderID("sched"), "4111111111111111", 1000, 24))
+
+	seen := map[string]bool{}
+	list := func() []string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "backup-") {
+				names = append(names, e.Name())
+				seen[e.Name()] = true
+			}
+		}
+		return names
+	}
+	// Backups come and go: at least five written, at most two kept.
+	waitFor(t, 30*time.Second, func() bool { return len(list()) <= 2 && len(seen) >= 5 })
+	names := list()
+	if len(names) == 0 {
+		t.Fatal("no backup left in --backup-dir")
+	}
+	newest := names[len(names)-1]
+	hdr, _, err := backup.VerifyFile(filepath.Join(dir, newest))
+	if err != nil || hdr.AppliedIndex == 0 {
+		t.Fatalf("scheduled backup %s: %+v %v", newest, hdr, err)
+	}
+	resp, err := http.Get(n.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var ts float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "gateway_backup_last_success_timestamp_seconds "); ok {
+			fmt.Sscan(v, &ts)
+		}
+	}
+	if now := float64(time.Now().Unix()); ts < now-10 || ts > now+1 {
+		t.Fatalf("gateway_backup_last_success_timestamp_seconds = %v, want about %v", ts, now)
 	}
 }
