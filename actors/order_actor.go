@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -11,17 +10,31 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/order/card"
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
-	"github.com/paygate/gateway/transport/api"
-	"github.com/paygate/gateway/transport/apierr"
 )
 
 // Proposer replicates a command and returns its applied result. The cluster
 // node implements it; tests may use an in-memory one.
 type Proposer interface {
 	Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error)
+}
+
+// Acquirer is what order actors need of the card acquirer: the outbound
+// adapter in transport/acquirer (the sandbox; an ISO 8583 link next)
+// satisfies it. It is declared here, by its consumer, so that the actors
+// name only what they call and tests can hand them any implementation.
+type Acquirer interface {
+	// Authorize asks for an authorisation. A declined payment is a result,
+	// not an error; an error is a transport failure (or ctx ended) and is
+	// retried with the same Reference, on which the acquirer is idempotent.
+	Authorize(ctx context.Context, req acquirer.AuthRequest) (acquirer.AuthResult, error)
+	// Enrollment reports the issuer's 3-D Secure enrolment for a card.
+	Enrollment(pan string) acquirer.Enrollment
+	// CardInfo looks up brand, issuer, card type and issuer country.
+	CardInfo(pan string) acquirer.CardInfo
 }
 
 // Reader is the read side of the store the actors need.
@@ -33,14 +46,16 @@ type Reader interface {
 	Idempotency(merchant, key string) (*persistence.IdemRecord, error)
 }
 
-// ErrTokenInvalid: payment_token unknown, expired or of another merchant.
-var ErrTokenInvalid = errors.New("payment_token is unknown, expired or belongs to another merchant")
+// tokenInvalid refuses a payment_token that is unknown, expired or another
+// merchant's.
+var tokenInvalid = &order.Rejection{Kind: order.RejectTokenInvalid, Attribute: "payment_source.payment_token",
+	Message: "payment_token is unknown, expired or belongs to another merchant"}
 
 // Deps are what order actors share.
 type Deps struct {
 	Proposer Proposer
 	Store    Reader
-	Acquirer acquirer.Acquirer
+	Acquirer Acquirer
 	Vault    *vault.Vault
 	Logger   *slog.Logger
 	// Now and NewID are the leader's sources of time and identifiers; they
@@ -87,7 +102,8 @@ type Operation struct {
 	RequestHash      string
 }
 
-// Reply answers Create and Operation.
+// Reply answers Create and Operation: the order, or the domain's rejection
+// (Reject: the front end maps it to the error catalogue), or a failure (Err).
 type Reply struct {
 	Order  *order.Order
 	TxnID  string
@@ -235,10 +251,13 @@ func (a *orderActor) create(m *Create) *Reply {
 		if err != nil {
 			return &Reply{Err: err}
 		}
+		if rec == nil {
+			return &Reply{Reject: tokenInvalid}
+		}
 		// The checks of a charge that need the card's brand, now that it is
 		// known, before anything is proposed.
-		if aerr := checkTokenCard(c, m.CVV, data.ThreeDS); aerr != nil {
-			return &Reply{Err: aerr}
+		if rej := order.CheckTokenCard(c.PAN, m.CVV, data.ThreeDS); rej != nil {
+			return &Reply{Reject: rej}
 		}
 		billing := data.Source.Billing // the request's, if it gave one
 		data.Source = rec.Source
@@ -284,30 +303,21 @@ func (a *orderActor) create(m *Create) *Reply {
 	return &p.reply
 }
 
+// resolveToken finds a payment token's record and opens its card; a nil
+// record and no error: the token is unknown, expired or another merchant's.
 func (a *orderActor) resolveToken(merchant, token string, now time.Time) (*persistence.TokenRecord, *vault.Card, error) {
 	rec, err := a.deps.Store.Token(token)
 	if err != nil {
 		return nil, nil, err
 	}
 	if rec == nil || rec.Merchant != merchant || rec.ExpiresAt <= now.UnixNano() {
-		return nil, nil, ErrTokenInvalid
+		return nil, nil, nil
 	}
 	card, err := a.openCard(rec.Merchant, rec.CardID)
 	if err != nil {
 		return nil, nil, err
 	}
 	return rec, card, nil
-}
-
-// checkTokenCard applies a card charge's brand rules to a token charge's
-// card_cvv and external MPI data (api.ValidateTokenCard): the same answer
-// as a card charge with that card number would get.
-func checkTokenCard(card *vault.Card, cvv string, mpi *order.ThreeDS) *apierr.Error {
-	version, xid := "", ""
-	if mpi != nil {
-		version, xid = mpi.Version, mpi.XID
-	}
-	return api.ValidateTokenCard(card.PAN, cvv, version, xid)
 }
 
 func (a *orderActor) openCard(merchant, cardID string) (*vault.Card, error) {
@@ -346,7 +356,7 @@ func cardSource(base order.PaymentSource, c *vault.Card, cardID string, info acq
 	}
 	s.CardID = cardID
 	s.BIN = c.PAN[:6]
-	s.Masked = api.MaskPAN(c.PAN)
+	s.Masked = card.Mask(c.PAN)
 	s.Brand = info.Brand
 	s.Issuer = info.Issuer
 	s.CardType = info.Type

@@ -17,41 +17,17 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/persistencetest"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
-	"github.com/paygate/gateway/transport/apierr"
 )
 
-// memProposer applies commands straight to a real store, in order: the
-// log without raft, so actor tests need no cluster.
-type memProposer struct {
-	mu     sync.Mutex
-	store  *persistence.Store
-	index  uint64
-	closed bool
-	count  atomic.Int64
-}
-
-func (p *memProposer) Propose(_ context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return persistence.Result{}, errors.New("store closed")
-	}
-	b := p.store.NewBatch()
-	defer b.Close()
-	res := b.Apply(cmd)
-	p.index++
-	if err := b.Commit(p.index); err != nil {
-		return persistence.Result{}, err
-	}
-	p.count.Add(1)
-	return res, nil
-}
+// The sandbox is an adapter the actors can call.
+var _ Acquirer = (*acquirer.Sandbox)(nil)
 
 type fixture struct {
 	store    *persistence.Store
-	proposer *memProposer
+	proposer *persistencetest.Log
 	acq      *acquirer.Sandbox
 	reg      *Registry
 	deps     *Deps
@@ -82,7 +58,7 @@ func newFixtureIn(t *testing.T, dir string, v *vault.Vault, now func() time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{store: store, proposer: &memProposer{store: store}, acq: acquirer.NewSandbox(0)}
+	f := &fixture{store: store, proposer: persistencetest.NewLog(store), acq: acquirer.NewSandbox(0)}
 	f.deps = &Deps{
 		Proposer: f.proposer, Store: store, Acquirer: f.acq, Vault: v, Logger: logger,
 		Now: now, NewID: func() string { return fmt.Sprintf("id-%06d", fixtureIDs.Add(1)) },
@@ -97,10 +73,7 @@ func newFixtureIn(t *testing.T, dir string, v *vault.Vault, now func() time.Time
 		// The store is closed last, as a node closes its store once raft has
 		// stopped: an acquirer's answer still on its way then finds no log
 		// to propose to.
-		f.proposer.mu.Lock()
-		defer f.proposer.mu.Unlock()
-		f.proposer.closed = true
-		store.Close()
+		f.proposer.CloseStore()
 	})
 	t.Cleanup(f.stop)
 	return f
@@ -227,7 +200,7 @@ func TestRepeatedTokenChargeAfterTheTokenExpired(t *testing.T) {
 // recordingProposer keeps the encoding of every order command it proposes:
 // what the replicated log would hold.
 type recordingProposer struct {
-	*memProposer
+	*persistencetest.Log
 	mu   sync.Mutex
 	logs [][]byte
 }
@@ -238,7 +211,7 @@ func (p *recordingProposer) Propose(ctx context.Context, cmd *persistence.Cmd) (
 		p.logs = append(p.logs, order.AppendCommand(nil, cmd.Order))
 		p.mu.Unlock()
 	}
-	return p.memProposer.Propose(ctx, cmd)
+	return p.Log.Propose(ctx, cmd)
 }
 
 func (p *recordingProposer) proposed() int {
@@ -253,7 +226,7 @@ func (p *recordingProposer) proposed() int {
 // proposed.
 func TestTokenChargeCVVReachesOnlyTheAcquirer(t *testing.T) {
 	f := newFixture(t)
-	rec := &recordingProposer{memProposer: f.proposer}
+	rec := &recordingProposer{Log: f.proposer}
 	f.deps.Proposer = rec
 	f.create(t, "m1", "card-order", "h-card", 24)
 	tok := f.waitStatus(t, "m1", "card-order", order.StatusAuthorized).Source.PaymentToken
@@ -268,10 +241,9 @@ func TestTokenChargeCVVReachesOnlyTheAcquirer(t *testing.T) {
 	}
 
 	proposed := rec.proposed()
-	var aerr *apierr.Error
-	if r := charge("tok-4", "7391"); !errors.As(r.Err, &aerr) || aerr.Code != apierr.CVVInvalid ||
-		len(aerr.Messages["payment_source.card_cvv"]) != 1 {
-		t.Fatalf("4-digit CVV on a Visa token: want 2.06 on payment_source.card_cvv, got %+v", r)
+	if r := charge("tok-4", "7391"); r.Err != nil || r.Reject == nil || r.Reject.Kind != order.RejectCVV ||
+		r.Reject.Attribute != "payment_source.card_cvv" {
+		t.Fatalf("4-digit CVV on a Visa token: want RejectCVV on payment_source.card_cvv, got %+v", r)
 	}
 	if rec.proposed() != proposed {
 		t.Fatal("a refused token charge proposed a command")

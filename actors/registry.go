@@ -1,6 +1,12 @@
 // Package actors holds the gateway's actors (protoactor-go): one order actor
-// per (merchant, order_id) that serialises every operation on that order,
-// and the supervised webhook delivery actors. See DESIGN.md.
+// per (merchant, order_id) that serialises every operation on that order
+// (order_actor.go, forms.go), and the schedules that drive orders and
+// retention (scheduler.go). Its job is deciding what to propose and when; it
+// speaks to the domain (order), to storage through the Reader and Proposer
+// interfaces, and to the acquirer through the Acquirer interface it
+// declares. It knows no inbound edge (what it refuses is an
+// order.Rejection), and webhook delivery is transport/webhook's. See
+// DESIGN.md.
 package actors
 
 import (

@@ -10,8 +10,25 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
-	"github.com/paygate/gateway/transport/webhook"
 )
+
+func createWithCallback(t *testing.T, f *fixture, id string) {
+	t.Helper()
+	createWithCallbackURL(t, f, id, "http://receiver.test/hook")
+}
+
+// createWithCallbackURL charges a card order of merchant m1 through its
+// actor, with its notifications going to url.
+func createWithCallbackURL(t *testing.T, f *fixture, id, url string) {
+	t.Helper()
+	msg := &Create{Merchant: "m1", OrderID: id, RequestHash: "h",
+		Data: order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 24,
+			CallbackURL: url},
+		Card: f.card(), CVV: "123"}
+	if _, err := f.reg.Request(Key{"m1", id}, msg, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // The retention pass prunes every notification delivered longer than the
 // retention ago, a page per command, and none still pending or finished
@@ -19,45 +36,50 @@ import (
 func TestSchedulerPrunesNotificationsPastRetention(t *testing.T) {
 	f := newFixture(t)
 	const delivered, down, page = 30, 4, 7
-	attempt := func(_ context.Context, d webhook.Delivery) webhook.Attempt {
-		if strings.Contains(d.URL, "down.test") {
-			return webhook.Attempt{HTTPCode: 503, Error: "http status 503"}
-		}
-		return webhook.Attempt{Delivered: true, HTTPCode: 200}
-	}
-	startWebhooks(t, f, attempt, []time.Duration{time.Hour})
 	for i := range delivered {
 		createWithCallback(t, f, fmt.Sprintf("kept%d", i))
 	}
 	for i := range down {
 		createWithCallbackURL(t, f, fmt.Sprintf("down%d", i), "http://down.test/hook")
 	}
-	// attempted counts the pending notifications whose failed attempt is
-	// recorded: until then its result may be proposed during a pass below.
-	attempted := 0
 	states := func() map[persistence.NotifyState]int {
 		list, err := f.store.Notifications("m1", "", 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
 		count := map[persistence.NotifyState]int{}
-		attempted = 0
 		for _, n := range list {
 			count[n.State]++
-			if n.State == persistence.NotifyPending && len(n.Attempts) > 0 {
-				attempted++
-			}
 		}
 		return count
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		got := states()
-		if got[persistence.NotifyDelivered] == delivered && got[persistence.NotifyPending] == down && attempted == down {
-			break
+	// Every order's status settles, then its notifications get the results
+	// delivery would commit: delivered, or a failed attempt with a retry
+	// an hour away for the receiver that is down.
+	for i := range delivered {
+		f.waitStatus(t, "m1", fmt.Sprintf("kept%d", i), order.StatusAuthorized)
+	}
+	for i := range down {
+		f.waitStatus(t, "m1", fmt.Sprintf("down%d", i), order.StatusAuthorized)
+	}
+	list, err := f.store.Notifications("m1", "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range list {
+		at := time.Now().UnixNano()
+		upd := &persistence.NotifyUpdate{ID: n.ID, Time: at, Delivered: true,
+			Attempt: &persistence.AttemptRecord{At: at, HTTPCode: 200}}
+		if strings.Contains(n.URL, "down.test") {
+			upd.Delivered, upd.NextDueAt = false, at+int64(time.Hour)
+			upd.Attempt = &persistence.AttemptRecord{At: at, HTTPCode: 503, Error: "http status 503"}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("notifications by state: %v", got)
+		if _, err := f.proposer.Propose(context.Background(), &persistence.Cmd{Notify: upd}); err != nil {
+			t.Fatal(err)
 		}
+	}
+	if got := states(); got[persistence.NotifyDelivered] != delivered || got[persistence.NotifyPending] != down {
+		t.Fatalf("notifications by state: %v", got)
 	}
 
 	var now atomic.Pointer[time.Time]
@@ -65,9 +87,9 @@ func TestSchedulerPrunesNotificationsPastRetention(t *testing.T) {
 		Now: func() time.Time { return *now.Load() }, NotifyRetention: time.Hour, PageSize: page}
 	pass := func(at time.Time) (proposals int64) {
 		now.Store(&at)
-		before := f.proposer.count.Load()
+		before := f.proposer.Applied()
 		s.pruneNotifications(context.Background())
-		return f.proposer.count.Load() - before
+		return f.proposer.Applied() - before
 	}
 	if n := pass(time.Now().Add(59 * time.Minute)); n != 0 || states()[persistence.NotifyDelivered] != delivered {
 		t.Fatalf("within the retention: %d prunes proposed, notifications %v", n, states())
@@ -112,9 +134,9 @@ func TestSchedulerPrunesIdempotencyRecords(t *testing.T) {
 	}
 	s := &Scheduler{Store: f.store, Registry: f.reg, Logger: f.deps.Logger, Proposer: f.proposer,
 		Now: func() time.Time { return now }, PageSize: page}
-	pruned, proposals := idempotencyPruned.Get(), f.proposer.count.Load()
+	pruned, proposals := idempotencyPruned.Get(), f.proposer.Applied()
 	s.pruneIdempotency(context.Background())
-	if n := f.proposer.count.Load() - proposals; n != (old+page-1)/page {
+	if n := f.proposer.Applied() - proposals; n != (old+page-1)/page {
 		t.Fatalf("%d prunes proposed for %d records, want one per page of %d", n, old, page)
 	}
 	if n := idempotencyPruned.Get() - pruned; n != old {

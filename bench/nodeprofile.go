@@ -79,8 +79,7 @@ var layerRules = []layerRule{
 	{"FSM: state machine", []string{gw + "cluster.(*FSM)"}},
 	{"Raft log append", []string{gw + "cluster.timedLogStore", "github.com/hashicorp/raft-wal"}},
 	{"Raft", []string{"github.com/hashicorp/raft.", gw + "cluster."}},
-	{"webhook delivery", []string{gw + "actors.(*deliveryActor)", gw + "actors.(*Webhooks)",
-		gw + "actors.(*webhookSupervisor)", gw + "actors.(*endpointActor)", gw + "transport/webhook."}},
+	{"webhook delivery", []string{gw + "transport/webhook."}}, // dispatcher, its actors and the client
 	{"acquirer", []string{gw + "transport/acquirer."}},
 	{"card vault", []string{gw + "persistence/vault."}},
 	{"order actors", []string{gw + "actors.", "github.com/asynkron/protoactor-go"}},

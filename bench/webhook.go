@@ -11,8 +11,13 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/transport/signature"
-	"github.com/paygate/gateway/transport/webhook"
 )
+
+// createdAtHeader is the notification header docs/webhooks.md documents for
+// a status change's time. The harness reads it as any merchant's receiver
+// would, from the public contract, not from the gateway's webhook client
+// (bench imports the public API only: internal/depcheck).
+const createdAtHeader = "Notification-Created-At"
 
 // webhookSink is the webhooks workload's notification receiver: a fasthttp
 // server on 127.0.0.1 that answers every notification 200 {"status":"ok"}
@@ -140,7 +145,7 @@ func (s *webhookSink) handle(ctx *fasthttp.RequestCtx) {
 	// An unreadable body is answered ok too: nothing to match it to.
 	orderID, status := notificationFields(body)
 	var changed time.Time
-	if h := ctx.Request.Header.Peek(webhook.CreatedAtHeader); len(h) > 0 {
+	if h := ctx.Request.Header.Peek(createdAtHeader); len(h) > 0 {
 		changed, _ = time.Parse(time.RFC3339Nano, string(h)) // zero when unreadable
 	}
 	s.notified(orderID, status, verified, now, changed)

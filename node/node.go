@@ -40,7 +40,7 @@ type Node struct {
 	server    *server.Server
 	listener  net.Listener
 	acquirer  *acquirer.Sandbox
-	webhooks  *actors.Webhooks
+	webhooks  *webhook.Dispatcher
 	// hookClient delivers notifications; its idle connections to
 	// merchants' servers are closed on shutdown.
 	hookClient *webhook.Client
@@ -124,7 +124,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 
 	guard := &webhook.Guard{AllowPrivate: cfg.AllowPrivateCallbacks}
 	n.hookClient = webhook.NewClient(webhook.Config{Guard: guard, UserAgent: "paygate-webhooks/1"})
-	n.webhooks = actors.NewWebhooks(n.system, actors.WebhookConfig{
+	n.webhooks = webhook.NewDispatcher(n.system, webhook.DispatcherConfig{
 		Store: n.store, Proposer: n.raft, Logger: logger, Now: time.Now, Attempt: n.hookClient.Deliver,
 		Keys: func(id string) (string, *signature.Key, bool) {
 			m := n.merchants.ByID(id)

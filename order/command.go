@@ -114,7 +114,10 @@ type OutcomeData struct {
 // failures: every replica computes the same one and nothing changes.
 type RejectKind uint8
 
-// Rejection kinds; transport maps them to the error catalogue.
+// Rejection kinds. They are the domain's reasons, not HTTP's: the front end
+// (transport/server) alone maps each to its entry of the error catalogue
+// (transport/apierr), the code noted beside it. New kinds go at the end: a
+// kind's number is stored in idempotency records.
 const (
 	RejectNone          RejectKind = iota
 	RejectIllegalStatus            // 409 0.03
@@ -122,11 +125,24 @@ const (
 	RejectConflict                 // 409 5.06
 	RejectNotFound                 // 404 2.05
 	RejectReplay                   // 422 2.01: wallet token already used
+	RejectInvalid                  // 422 2.01: a field breaks a rule (CheckTokenCard)
+	RejectCVV                      // 422 2.06: card_cvv of the wrong length for the card (CheckTokenCard)
+	RejectTokenInvalid             // 422 7.01: payment_token unknown, expired or another merchant's
 )
 
-// Rejection explains why a command changed nothing.
+// Rejection explains why a command, or a request before it became one,
+// changed nothing: the attribute at fault and why.
 type Rejection struct {
 	Kind      RejectKind
+	Attribute string
+	Message   string
+	// More lists further attributes at fault in the same request (a token
+	// charge's card_cvv and its MPI xid together); Kind covers them all.
+	More []Fault `json:",omitempty"`
+}
+
+// Fault is one more attribute of a Rejection and its message.
+type Fault struct {
 	Attribute string
 	Message   string
 }

@@ -6,6 +6,14 @@
 // Command, decided once by the leader before proposing. The order actor calls
 // Apply to decide before it proposes; the Raft FSM calls the same function to
 // apply the committed command, so every replica computes the same bytes.
+//
+// order/ is the domain, the middle of the dependency graph: it and its
+// sibling fact tables (order/card: Luhn, brands, CVV length, expiry,
+// masking; order/currency: ISO 4217) import nothing of the project's edges,
+// and every edge may import them. Business rejections are data of this
+// package (Rejection, RejectKind), from Apply and from the order actors'
+// checks before proposing (CheckTokenCard); the HTTP front end alone turns
+// them into the error catalogue's codes. depcheck's test keeps it so.
 package order
 
 // Status is an order status (contract section 4).

@@ -1,6 +1,11 @@
 // Package persistence is the gateway's state on disk: a Pebble database that
 // the Raft FSM writes (one Pebble batch per Raft batch) and the rest of the
 // node reads. See DESIGN.md for the key layout and the durability argument.
+//
+// It sits on the domain (order) and below everything else: it imports no
+// actor, no HTTP and no edge (internal/depcheck). The webhook outbox is
+// stored and its results applied here (notify.go); delivering it is
+// transport/webhook's, which reads and proposes to this package.
 package persistence
 
 import (

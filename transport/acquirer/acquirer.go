@@ -1,7 +1,10 @@
 // Package acquirer connects the gateway to the card acquirer (contract
-// section 7). The acquirer sits behind the Acquirer interface; Sandbox is its
-// first implementation, deciding each outcome by the card number, with a
-// configurable answer latency.
+// section 7): an outbound edge. The order actors call it through the
+// interface they declare (actors.Acquirer); Sandbox is its first
+// implementation, deciding each outcome by the card number, with a
+// configurable answer latency. This package defines the vocabulary of that
+// call (AuthRequest, AuthResult, decline codes) and reads card rules from
+// the domain (order/card), never from the API's validator.
 //
 // Authorize is idempotent on AuthRequest.Reference (the gateway's transaction
 // id): a reference is bound to the result of its first authorisation, and any
@@ -13,8 +16,7 @@
 package acquirer
 
 import (
-	"context"
-	"github.com/paygate/gateway/transport/api"
+	"github.com/paygate/gateway/order/card"
 )
 
 // Decline codes (contract section 3).
@@ -156,12 +158,12 @@ type CardInfo struct {
 
 // Card brands reported in CardInfo.Brand.
 const (
-	BrandVisa       = api.BrandVisa
-	BrandMastercard = api.BrandMastercard
-	BrandAmex       = api.BrandAmex
-	BrandDiscover   = api.BrandDiscover
-	BrandJCB        = api.BrandJCB
-	BrandUnknown    = api.BrandUnknown
+	BrandVisa       = card.BrandVisa
+	BrandMastercard = card.BrandMastercard
+	BrandAmex       = card.BrandAmex
+	BrandDiscover   = card.BrandDiscover
+	BrandJCB        = card.BrandJCB
+	BrandUnknown    = card.BrandUnknown
 )
 
 // Card types reported in CardInfo.Type.
@@ -172,26 +174,16 @@ const (
 	TypeCharge  = "Charge"
 )
 
-// Acquirer authorises card payments.
-type Acquirer interface {
-	// Authorize asks for an authorisation. A declined payment is a result,
-	// not an error; an error is a transport failure (or ctx ended) and is
-	// retryable with the same Reference. (The sandbox's ErrNoReference, a
-	// caller bug, is the exception.)
-	Authorize(ctx context.Context, req AuthRequest) (AuthResult, error)
-	// Enrollment reports the issuer's 3-D Secure enrolment for a card:
-	// Enrolled, NotEnrolled, or NotApplicable (ordinary cards).
-	Enrollment(pan string) Enrollment
-	// CardInfo looks up brand, issuer, card type and issuer country.
-	CardInfo(pan string) CardInfo
-}
+// The order actors call an acquirer through their own small interface
+// (actors.Acquirer: Authorize, Enrollment, CardInfo); Sandbox implements it.
 
 // Luhn reports whether pan is all digits, 12 to 19 long, and passes the Luhn
-// check (the length bound is the acquirer's; the checksum is the API's).
+// check (the length bound is the acquirer's; the checksum is the domain's,
+// order/card).
 func Luhn(pan string) bool {
-	return len(pan) >= 12 && len(pan) <= 19 && api.Luhn(pan)
+	return len(pan) >= 12 && len(pan) <= 19 && card.Luhn(pan)
 }
 
 // Brand returns the card brand from the number's prefix: the same ranges
-// the API validates with.
-func Brand(pan string) string { return api.CardBrand(pan) }
+// the API validates with (order/card).
+func Brand(pan string) string { return card.Brand(pan) }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/paygate/gateway/order/card"
 )
 
 // Sandbox test cards (contract section 7).
@@ -53,8 +55,6 @@ type Sandbox struct {
 
 // referencesMax bounds the references the sandbox remembers.
 const referencesMax = 100_000
-
-var _ Acquirer = (*Sandbox)(nil)
 
 // ErrNoReference is returned for a request without a Reference: a caller bug,
 // not worth retrying.
@@ -306,25 +306,7 @@ func ARN(reference string) string {
 	for i := range 21 {
 		b = append(b, '0'+sum[i]%10)
 	}
-	return string(append(b, luhnCheckDigit(b)))
-}
-
-// luhnCheckDigit returns the digit that makes digits+digit pass the Luhn check.
-func luhnCheckDigit(digits []byte) byte {
-	sum := 0
-	double := true // the check digit will be undoubled, so the last one here doubles
-	for i := len(digits) - 1; i >= 0; i-- {
-		d := int(digits[i] - '0')
-		if double {
-			d *= 2
-			if d > 9 {
-				d -= 9
-			}
-		}
-		sum += d
-		double = !double
-	}
-	return byte('0' + (10-sum%10)%10)
+	return string(append(b, card.CheckDigit(b)))
 }
 
 // sandboxIssuers is the sandbox issuer table by BIN (first 6 digits).

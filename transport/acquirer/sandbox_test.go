@@ -462,13 +462,6 @@ func TestCardInfo(t *testing.T) {
 	}
 }
 
-func TestInterface(t *testing.T) {
-	var a Acquirer = NewSandbox(0)
-	if a.CardInfo(CardVisaApproved).Brand != BrandVisa {
-		t.Error("interface CardInfo")
-	}
-}
-
 // The sandbox's memory is bounded: old references are forgotten, the count
 // of authorisations is not.
 func TestSandboxMemoryBounded(t *testing.T) {

@@ -334,16 +334,7 @@ func typeError(e *json.SemanticError) *apierr.Error {
 // isPlainInteger reports whether s is a JSON number without fraction or
 // exponent (so a failure to decode it into an integer is a range problem).
 func isPlainInteger(s string) bool {
-	s = strings.TrimPrefix(s, "-")
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return allDigits(strings.TrimPrefix(s, "-"))
 }
 
 // dottedPath turns the JSON pointer "/customer/email" into "customer.email".

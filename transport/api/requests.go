@@ -1,6 +1,9 @@
 // Package api holds the merchant API's request shapes (interface sections 2.6,
 // 2.7, 4.1-4.9), their strict decoding and their validation. It is pure: no I/O,
-// no clock reads except the "now" passed in for card expiry checks.
+// no clock reads except the "now" passed in for card expiry checks. It is an
+// inbound edge: the card rules and the currency table it checks with are the
+// domain's (order/card, order/currency), and its errors are the catalogue's
+// (transport/apierr); only transport/server calls it.
 //
 // Optional fields are pointers (or nil maps/slices) so validation can tell
 // "absent" from "zero". Unknown JSON fields are ignored for forward

@@ -10,8 +10,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/order/card"
+	"github.com/paygate/gateway/order/currency"
 	"github.com/paygate/gateway/transport/apierr"
-	"github.com/paygate/gateway/transport/currency"
 )
 
 // Bounds the interface leaves open (see README.md).
@@ -248,24 +250,6 @@ func ValidateStatus(r *StatusRequest) *apierr.Error {
 	return v.result()
 }
 
-// ValidateTokenCard checks what a token charge says about its card against
-// that card, which is known only once the token resolves: the order actor
-// calls it then, before anything is proposed. cvv is payment_source.card_cvv
-// ("" when absent); mpiVersion is three_ds.mpi_data's version as MPIVersion
-// gives it ("" without mpi_data) and xid its xid. The rules and messages are
-// a card charge's: card_cvv of the brand's length (2.06), and an xid with
-// 3-D Secure 2.x.x and a Mastercard card (2.01); a mix is 2.01.
-func ValidateTokenCard(pan, cvv, mpiVersion, xid string) *apierr.Error {
-	var v violations
-	if cvv != "" {
-		v.cvv(&cvv, pan, true)
-	}
-	if major, ok := mpiMajor(mpiVersion); ok && strings.TrimSpace(xid) == "" {
-		v.xidRequired(major, pan)
-	}
-	return v.result()
-}
-
 // WithCallbackGuard adds guard's refusal of an order-creating request's
 // callback_url to err, the request's other violations (nil if none), so that
 // one 422 2.01 lists them all (contract section 3). guard is the webhook
@@ -307,39 +291,6 @@ func WalletBProtocolVersion(ps *PaymentSource) string {
 		return DefaultWalletBProtocolVersion
 	}
 	return *ps.ProtocolVersion
-}
-
-// CardExpiryYear returns the four-digit expiry year of a validated
-// card_exp_year ("2030" or "30" both give 2030).
-func CardExpiryYear(s string) (int, bool) {
-	if !allDigits(s) || (len(s) != 2 && len(s) != 4) {
-		return 0, false
-	}
-	y, _ := strconv.Atoi(s)
-	if len(s) == 2 {
-		y += 2000
-	}
-	return y, true
-}
-
-// CardExpiryMonth returns the month of a validated card_exp_month ("03" or
-// "3" both give 3).
-func CardExpiryMonth(s string) (int, bool) {
-	if !allDigits(s) || len(s) > 2 {
-		return 0, false
-	}
-	m, _ := strconv.Atoi(s)
-	if m < 1 || m > 12 {
-		return 0, false
-	}
-	return m, true
-}
-
-// CardExpired reports whether a card valid through the end of month/year
-// has expired at now (compared in UTC).
-func CardExpired(month, year int, now time.Time) bool {
-	end := time.Date(year, time.Month(month)+1, 1, 0, 0, 0, 0, time.UTC)
-	return !now.UTC().Before(end)
 }
 
 // ---------------------------------------------------------------------------
@@ -589,7 +540,7 @@ func (v *violations) mpiData(m *MPIData, ps *PaymentSource) {
 	}
 	major := 1 // version defaults to 1.0.0
 	if s, ok := v.optString(p+"version", m.Version, 10); ok {
-		if major, ok = mpiMajor(s); !ok {
+		if major, ok = order.ThreeDSMajor(s); !ok {
 			v.add(famGeneral, p+"version", p+"version should be a 3-D Secure version such as 1.0.2 or 2.2.0")
 		}
 	} else if m.Version != nil {
@@ -597,7 +548,7 @@ func (v *violations) mpiData(m *MPIData, ps *PaymentSource) {
 	}
 	xid, xidOK := v.optString(p+"xid", m.XID, 50)
 	if m.XID == nil || (xidOK && strings.TrimSpace(xid) == "") {
-		// A token's card is not known here: ValidateTokenCard applies the
+		// A token's card is not known here: order.CheckTokenCard applies the
 		// Mastercard rule once the token resolves.
 		pan := ""
 		if ps != nil && ps.Type != nil && *ps.Type == SourceCard && ps.CardNumber != nil {
@@ -609,14 +560,12 @@ func (v *violations) mpiData(m *MPIData, ps *PaymentSource) {
 }
 
 // xidRequired refuses a missing three_ds.mpi_data.xid where interface 4.3
-// requires it: 3-D Secure 1.x.x with any card, 2.x.x with a Mastercard card.
+// requires it (order.XIDProblem): 3-D Secure 1.x.x with any card, 2.x.x
+// with a Mastercard card.
 func (v *violations) xidRequired(major int, pan string) {
 	const attr = "three_ds.mpi_data.xid"
-	switch {
-	case major == 1:
-		v.add(famGeneral, attr, attr+" is required with 3-D Secure version 1.x.x")
-	case major == 2 && IsMastercard(pan):
-		v.add(famGeneral, attr, attr+" is required with 3-D Secure version 2.x.x and a Mastercard card")
+	if why := order.XIDProblem(major, pan); why != "" {
+		v.add(famGeneral, attr, attr+" "+why)
 	}
 }
 
@@ -661,7 +610,7 @@ func (v *violations) card(ps *PaymentSource, now time.Time) {
 		case len(s) < 12 || len(s) > 19:
 			v.add(famCardNumber, p+"card_number", p+"card_number should have 12 to 19 digits")
 			pan, panKnown = s, true
-		case !Luhn(s):
+		case !card.Luhn(s):
 			v.add(famCardNumber, p+"card_number", p+"card_number is not a valid card number (Luhn check failed)")
 			pan, panKnown = s, true
 		case strings.Trim(s, "0") == "":
@@ -677,44 +626,31 @@ func (v *violations) card(ps *PaymentSource, now time.Time) {
 	month, monthOK := 0, false
 	if ps.CardExpMonth == nil {
 		v.add(famGeneral, p+"card_exp_month", p+"card_exp_month is required")
-	} else if month, monthOK = CardExpiryMonth(*ps.CardExpMonth); !monthOK {
+	} else if month, monthOK = card.ExpiryMonth(*ps.CardExpMonth); !monthOK {
 		v.add(famExpiry, p+"card_exp_month", p+"card_exp_month should be a month from 01 to 12")
 	}
 	year, yearOK := 0, false
 	if ps.CardExpYear == nil {
 		v.add(famGeneral, p+"card_exp_year", p+"card_exp_year is required")
-	} else if year, yearOK = CardExpiryYear(*ps.CardExpYear); !yearOK {
+	} else if year, yearOK = card.ExpiryYear(*ps.CardExpYear); !yearOK {
 		v.add(famExpiry, p+"card_exp_year", p+"card_exp_year should be a year of 4 digits, such as 2030")
 	}
-	if monthOK && yearOK && CardExpired(month, year, now) {
+	if monthOK && yearOK && card.Expired(month, year, now) {
 		v.add(famExpiry, p+"card_exp_year", p+"card_exp_month and "+p+"card_exp_year are in the past: the card expired at the end of "+
 			twoDigits(month)+"/"+fmt.Sprintf("%04d", year))
 	}
 	v.cvv(ps.CardCVV, pan, panKnown)
 }
 
-// cvv checks an optional card_cvv: 4 digits for an American-Express-type
-// number, 3 for any other known number, 3 or 4 when the number is unknown.
+// cvv checks an optional card_cvv against the card's brand
+// (card.CVVProblem): panKnown false when the number is not valid.
 func (v *violations) cvv(p *string, pan string, panKnown bool) {
 	if p == nil {
 		return
 	}
 	const attr = "payment_source.card_cvv"
-	s := *p
-	digits := allDigits(s)
-	switch {
-	case !panKnown:
-		if !digits || (len(s) != 3 && len(s) != 4) {
-			v.add(famCVV, attr, attr+" should have 3 or 4 digits")
-		}
-	case IsAmex(pan):
-		if !digits || len(s) != 4 {
-			v.add(famCVV, attr, attr+" should have exactly 4 digits for an American Express card")
-		}
-	default:
-		if !digits || len(s) != 3 {
-			v.add(famCVV, attr, attr+" should have exactly 3 digits")
-		}
+	if why := card.CVVProblem(*p, pan, panKnown); why != "" {
+		v.add(famCVV, attr, attr+" "+why)
 	}
 }
 
@@ -962,23 +898,5 @@ func validBase64(s string) bool {
 	return err == nil
 }
 
-// mpiMajor parses a 3-D Secure version of one to three dot-separated
-// numbers whose first is 1 or 2 ("1.0.2", "2.2.0", "2.1") and returns it.
-func mpiMajor(s string) (int, bool) {
-	parts, first := 0, "" // counted as they go by: no slice of them per request
-	for p := range strings.SplitSeq(s, ".") {
-		if parts++; parts == 1 {
-			first = p
-		}
-		if parts > 3 || !allDigits(p) {
-			return 0, false
-		}
-	}
-	switch first {
-	case "1":
-		return 1, true
-	case "2":
-		return 2, true
-	}
-	return 0, false
-}
+// allDigits reports whether s is non-empty and only ASCII digits.
+func allDigits(s string) bool { return card.Digits(s) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/transport/apierr"
 )
 
@@ -37,7 +38,7 @@ var (
 	}
 )
 
-func card(r *ChargeRequest) *PaymentSource { return r.PaymentSource }
+func cardOf(r *ChargeRequest) *PaymentSource { return r.PaymentSource }
 
 func mpi(r *ChargeRequest) *MPIData {
 	if r.ThreeDS == nil {
@@ -67,18 +68,18 @@ var chargeCases = []chargeCase{
 	{name: "ip_country alpha-3", mutate: func(r *ChargeRequest) { r.Customer.IPCountry = ptr("DEU") }},
 	{name: "recurring.type null", mutate: func(r *ChargeRequest) { r.Recurring = &Recurring{} }},
 	{name: "each recurring.type", mutate: func(r *ChargeRequest) { r.Recurring = &Recurring{Type: ptr("installment")} }},
-	{name: "exp month without leading zero", mutate: func(r *ChargeRequest) { card(r).CardExpMonth = ptr("7") }},
-	{name: "exp year of 2 digits", mutate: func(r *ChargeRequest) { card(r).CardExpYear = ptr("30") }},
-	{name: "expires this month", mutate: func(r *ChargeRequest) { card(r).CardExpMonth = ptr("05"); card(r).CardExpYear = ptr("2026") }},
-	{name: "no cvv", mutate: func(r *ChargeRequest) { card(r).CardCVV = nil }},
+	{name: "exp month without leading zero", mutate: func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("7") }},
+	{name: "exp year of 2 digits", mutate: func(r *ChargeRequest) { cardOf(r).CardExpYear = ptr("30") }},
+	{name: "expires this month", mutate: func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("05"); cardOf(r).CardExpYear = ptr("2026") }},
+	{name: "no cvv", mutate: func(r *ChargeRequest) { cardOf(r).CardCVV = nil }},
 	{name: "amex with 4-digit cvv", mutate: func(r *ChargeRequest) {
-		card(r).CardNumber = ptr("378282246310005")
-		card(r).CardCVV = ptr("1234")
+		cardOf(r).CardNumber = ptr("378282246310005")
+		cardOf(r).CardCVV = ptr("1234")
 	}},
-	{name: "19-digit card", mutate: func(r *ChargeRequest) { card(r).CardNumber = ptr("6200000000000000000") }},
-	{name: "12-digit card", mutate: func(r *ChargeRequest) { card(r).CardNumber = ptr("500000000009") }},
+	{name: "19-digit card", mutate: func(r *ChargeRequest) { cardOf(r).CardNumber = ptr("6200000000000000000") }},
+	{name: "12-digit card", mutate: func(r *ChargeRequest) { cardOf(r).CardNumber = ptr("500000000009") }},
 	{name: "token charge", mutate: func(r *ChargeRequest) { *r = *ValidTokenChargeForTest() }},
-	{name: "token charge with cvv", mutate: func(r *ChargeRequest) { *r = *ValidTokenChargeForTest(); card(r).CardCVV = ptr("1234") }},
+	{name: "token charge with cvv", mutate: func(r *ChargeRequest) { *r = *ValidTokenChargeForTest(); cardOf(r).CardCVV = ptr("1234") }},
 	{name: "every optional field", mutate: func(r *ChargeRequest) { *r = *FullChargeForTest() }},
 	{name: "mpi 2.x visa without xid", mutate: func(r *ChargeRequest) { mpi(r).XID = nil }},
 	{name: "mpi 2.x token without xid", mutate: func(r *ChargeRequest) {
@@ -202,8 +203,8 @@ var chargeCases = []chargeCase{
 	{"delivery state", func(r *ChargeRequest) { r.Customer.DeliveryAddress = &Address{State: long(101)} }, invalid, "customer.delivery_address.state", "at most 100"},
 	{"delivery zip", func(r *ChargeRequest) { r.Customer.DeliveryAddress = &Address{Zip: long(11)} }, invalid, "customer.delivery_address.zip", "at most 10"},
 	{"delivery country", func(r *ChargeRequest) { r.Customer.DeliveryAddress = &Address{Country: ptr("Germany")} }, invalid, "customer.delivery_address.country", "country code"},
-	{"billing zip", func(r *ChargeRequest) { card(r).BillingAddress = &Address{Zip: long(11)} }, invalid, "payment_source.billing_address.zip", "at most 10"},
-	{"billing country", func(r *ChargeRequest) { card(r).BillingAddress = &Address{Country: ptr("de")} }, invalid, "payment_source.billing_address.country", "country code"},
+	{"billing zip", func(r *ChargeRequest) { cardOf(r).BillingAddress = &Address{Zip: long(11)} }, invalid, "payment_source.billing_address.zip", "at most 10"},
+	{"billing country", func(r *ChargeRequest) { cardOf(r).BillingAddress = &Address{Country: ptr("de")} }, invalid, "payment_source.billing_address.country", "country code"},
 	// recurring
 	{"recurring.type unknown", func(r *ChargeRequest) { r.Recurring = &Recurring{Type: ptr("weekly")} }, invalid, "recurring.type", "one of 1-click, recurring, installment, retry"},
 	{"recurring.retry_attempt negative", func(r *ChargeRequest) { r.Recurring = &Recurring{RetryAttempt: ptr(int64(-1))} }, invalid, "recurring.retry_attempt", "0 or greater"},
@@ -220,11 +221,11 @@ var chargeCases = []chargeCase{
 	{"mpi xid missing with 1.x", func(r *ChargeRequest) { mpi(r).Version = ptr("1.0.2"); mpi(r).XID = nil }, invalid, "three_ds.mpi_data.xid", "xid is required with 3-D Secure version 1.x.x"},
 	{"mpi xid missing with default version", func(r *ChargeRequest) { mpi(r).Version = nil; mpi(r).XID = nil }, invalid, "three_ds.mpi_data.xid", "1.x.x"},
 	{"mpi xid missing with 2.x mastercard", func(r *ChargeRequest) {
-		card(r).CardNumber = ptr("5555555555554444")
+		cardOf(r).CardNumber = ptr("5555555555554444")
 		mpi(r).XID = nil
 	}, invalid, "three_ds.mpi_data.xid", "Mastercard"},
 	{"mpi xid missing with 2.x mastercard 2-series", func(r *ChargeRequest) {
-		card(r).CardNumber = ptr("2223003122003222")
+		cardOf(r).CardNumber = ptr("2223003122003222")
 		mpi(r).XID = nil
 	}, invalid, "three_ds.mpi_data.xid", "Mastercard"},
 	{"mpi xid empty with 1.x", func(r *ChargeRequest) { mpi(r).Version = ptr("1.0.2"); mpi(r).XID = ptr("") }, invalid, "three_ds.mpi_data.xid", "required"},
@@ -232,58 +233,58 @@ var chargeCases = []chargeCase{
 	{"mpi ds_transaction_id too long", func(r *ChargeRequest) { mpi(r).DSTransactionID = long(51) }, invalid, "three_ds.mpi_data.ds_transaction_id", "at most 50"},
 	// payment_source
 	{"payment_source missing", func(r *ChargeRequest) { r.PaymentSource = nil }, invalid, "payment_source", "payment_source is required"},
-	{"payment_source.type missing", func(r *ChargeRequest) { card(r).Type = nil }, invalid, "payment_source.type", "payment_source.type is required"},
-	{"payment_source.type unknown", func(r *ChargeRequest) { card(r).Type = ptr("paypal") }, invalid, "payment_source.type", "card or token"},
-	{"payment_source.type wallet on charge", func(r *ChargeRequest) { card(r).Type = ptr("walleta-pay") }, invalid, "payment_source.type", "walleta-pay endpoint"},
-	{"payment_source.type case", func(r *ChargeRequest) { card(r).Type = ptr("Card") }, invalid, "payment_source.type", "card or token"},
+	{"payment_source.type missing", func(r *ChargeRequest) { cardOf(r).Type = nil }, invalid, "payment_source.type", "payment_source.type is required"},
+	{"payment_source.type unknown", func(r *ChargeRequest) { cardOf(r).Type = ptr("paypal") }, invalid, "payment_source.type", "card or token"},
+	{"payment_source.type wallet on charge", func(r *ChargeRequest) { cardOf(r).Type = ptr("walleta-pay") }, invalid, "payment_source.type", "walleta-pay endpoint"},
+	{"payment_source.type case", func(r *ChargeRequest) { cardOf(r).Type = ptr("Card") }, invalid, "payment_source.type", "card or token"},
 	// card number (2.08)
-	{"card_number missing", func(r *ChargeRequest) { card(r).CardNumber = nil }, invalid, "payment_source.card_number", "payment_source.card_number is required"},
-	{"card_number empty", func(r *ChargeRequest) { card(r).CardNumber = ptr("") }, invalid, "payment_source.card_number", "must not be empty"},
-	{"card_number letters", func(r *ChargeRequest) { card(r).CardNumber = ptr("4111abcd11111111") }, cardNumC, "payment_source.card_number", "digits only"},
-	{"card_number spaces", func(r *ChargeRequest) { card(r).CardNumber = ptr("4111 1111 1111 1111") }, cardNumC, "payment_source.card_number", "digits only"},
-	{"card_number 11 digits", func(r *ChargeRequest) { card(r).CardNumber = ptr("41111111116") }, cardNumC, "payment_source.card_number", "12 to 19 digits"},
-	{"card_number 20 digits", func(r *ChargeRequest) { card(r).CardNumber = ptr("41111111111111111113") }, cardNumC, "payment_source.card_number", "12 to 19 digits"},
-	{"card_number luhn", func(r *ChargeRequest) { card(r).CardNumber = ptr("4111111111111112") }, cardNumC, "payment_source.card_number", "Luhn"},
-	{"card_number all zeros", func(r *ChargeRequest) { card(r).CardNumber = ptr("0000000000000000") }, cardNumC, "payment_source.card_number", "not a valid card number"},
+	{"card_number missing", func(r *ChargeRequest) { cardOf(r).CardNumber = nil }, invalid, "payment_source.card_number", "payment_source.card_number is required"},
+	{"card_number empty", func(r *ChargeRequest) { cardOf(r).CardNumber = ptr("") }, invalid, "payment_source.card_number", "must not be empty"},
+	{"card_number letters", func(r *ChargeRequest) { cardOf(r).CardNumber = ptr("4111abcd11111111") }, cardNumC, "payment_source.card_number", "digits only"},
+	{"card_number spaces", func(r *ChargeRequest) { cardOf(r).CardNumber = ptr("4111 1111 1111 1111") }, cardNumC, "payment_source.card_number", "digits only"},
+	{"card_number 11 digits", func(r *ChargeRequest) { cardOf(r).CardNumber = ptr("41111111116") }, cardNumC, "payment_source.card_number", "12 to 19 digits"},
+	{"card_number 20 digits", func(r *ChargeRequest) { cardOf(r).CardNumber = ptr("41111111111111111113") }, cardNumC, "payment_source.card_number", "12 to 19 digits"},
+	{"card_number luhn", func(r *ChargeRequest) { cardOf(r).CardNumber = ptr("4111111111111112") }, cardNumC, "payment_source.card_number", "Luhn"},
+	{"card_number all zeros", func(r *ChargeRequest) { cardOf(r).CardNumber = ptr("0000000000000000") }, cardNumC, "payment_source.card_number", "not a valid card number"},
 	// holder
-	{"card_holder_name missing", func(r *ChargeRequest) { card(r).CardHolderName = nil }, invalid, "payment_source.card_holder_name", "payment_source.card_holder_name is required"},
-	{"card_holder_name too long", func(r *ChargeRequest) { card(r).CardHolderName = long(33) }, invalid, "payment_source.card_holder_name", "at most 32"},
+	{"card_holder_name missing", func(r *ChargeRequest) { cardOf(r).CardHolderName = nil }, invalid, "payment_source.card_holder_name", "payment_source.card_holder_name is required"},
+	{"card_holder_name too long", func(r *ChargeRequest) { cardOf(r).CardHolderName = long(33) }, invalid, "payment_source.card_holder_name", "at most 32"},
 	// expiry (2.09)
-	{"card_exp_month missing", func(r *ChargeRequest) { card(r).CardExpMonth = nil }, invalid, "payment_source.card_exp_month", "payment_source.card_exp_month is required"},
-	{"card_exp_month 13", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("13") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
-	{"card_exp_month 00", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("00") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
-	{"card_exp_month 0", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("0") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
-	{"card_exp_month 012", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("012") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
-	{"card_exp_month letters", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("ja") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
-	{"card_exp_month empty", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
-	{"card_exp_year missing", func(r *ChargeRequest) { card(r).CardExpYear = nil }, invalid, "payment_source.card_exp_year", "payment_source.card_exp_year is required"},
-	{"card_exp_year 3 digits", func(r *ChargeRequest) { card(r).CardExpYear = ptr("203") }, expiryC, "payment_source.card_exp_year", "4 digits"},
-	{"card_exp_year 5 digits", func(r *ChargeRequest) { card(r).CardExpYear = ptr("20300") }, expiryC, "payment_source.card_exp_year", "4 digits"},
-	{"card_exp_year letters", func(r *ChargeRequest) { card(r).CardExpYear = ptr("20x0") }, expiryC, "payment_source.card_exp_year", "4 digits"},
-	{"card expired last month", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("04"); card(r).CardExpYear = ptr("2026") }, expiryC, "payment_source.card_exp_year", "expired at the end of 04/2026"},
-	{"card expired 2-digit year", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("1"); card(r).CardExpYear = ptr("25") }, expiryC, "payment_source.card_exp_year", "01/2025"},
-	{"card expired year 0035", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("12"); card(r).CardExpYear = ptr("0035") }, expiryC, "payment_source.card_exp_year", "12/0035"},
+	{"card_exp_month missing", func(r *ChargeRequest) { cardOf(r).CardExpMonth = nil }, invalid, "payment_source.card_exp_month", "payment_source.card_exp_month is required"},
+	{"card_exp_month 13", func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("13") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
+	{"card_exp_month 00", func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("00") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
+	{"card_exp_month 0", func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("0") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
+	{"card_exp_month 012", func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("012") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
+	{"card_exp_month letters", func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("ja") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
+	{"card_exp_month empty", func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("") }, expiryC, "payment_source.card_exp_month", "01 to 12"},
+	{"card_exp_year missing", func(r *ChargeRequest) { cardOf(r).CardExpYear = nil }, invalid, "payment_source.card_exp_year", "payment_source.card_exp_year is required"},
+	{"card_exp_year 3 digits", func(r *ChargeRequest) { cardOf(r).CardExpYear = ptr("203") }, expiryC, "payment_source.card_exp_year", "4 digits"},
+	{"card_exp_year 5 digits", func(r *ChargeRequest) { cardOf(r).CardExpYear = ptr("20300") }, expiryC, "payment_source.card_exp_year", "4 digits"},
+	{"card_exp_year letters", func(r *ChargeRequest) { cardOf(r).CardExpYear = ptr("20x0") }, expiryC, "payment_source.card_exp_year", "4 digits"},
+	{"card expired last month", func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("04"); cardOf(r).CardExpYear = ptr("2026") }, expiryC, "payment_source.card_exp_year", "expired at the end of 04/2026"},
+	{"card expired 2-digit year", func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("1"); cardOf(r).CardExpYear = ptr("25") }, expiryC, "payment_source.card_exp_year", "01/2025"},
+	{"card expired year 0035", func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("12"); cardOf(r).CardExpYear = ptr("0035") }, expiryC, "payment_source.card_exp_year", "12/0035"},
 	// cvv (2.06)
-	{"cvv 2 digits", func(r *ChargeRequest) { card(r).CardCVV = ptr("12") }, cvvC, "payment_source.card_cvv", "exactly 3 digits"},
-	{"cvv 4 digits on visa", func(r *ChargeRequest) { card(r).CardCVV = ptr("1234") }, cvvC, "payment_source.card_cvv", "exactly 3 digits"},
-	{"cvv letters", func(r *ChargeRequest) { card(r).CardCVV = ptr("12a") }, cvvC, "payment_source.card_cvv", "exactly 3 digits"},
-	{"cvv empty", func(r *ChargeRequest) { card(r).CardCVV = ptr("") }, cvvC, "payment_source.card_cvv", "exactly 3 digits"},
+	{"cvv 2 digits", func(r *ChargeRequest) { cardOf(r).CardCVV = ptr("12") }, cvvC, "payment_source.card_cvv", "exactly 3 digits"},
+	{"cvv 4 digits on visa", func(r *ChargeRequest) { cardOf(r).CardCVV = ptr("1234") }, cvvC, "payment_source.card_cvv", "exactly 3 digits"},
+	{"cvv letters", func(r *ChargeRequest) { cardOf(r).CardCVV = ptr("12a") }, cvvC, "payment_source.card_cvv", "exactly 3 digits"},
+	{"cvv empty", func(r *ChargeRequest) { cardOf(r).CardCVV = ptr("") }, cvvC, "payment_source.card_cvv", "exactly 3 digits"},
 	{"cvv 3 digits on amex", func(r *ChargeRequest) {
-		card(r).CardNumber = ptr("378282246310005")
-		card(r).CardCVV = ptr("123")
+		cardOf(r).CardNumber = ptr("378282246310005")
+		cardOf(r).CardCVV = ptr("123")
 	}, cvvC, "payment_source.card_cvv", "exactly 4 digits"},
 	{"cvv 3 digits on amex 34", func(r *ChargeRequest) {
-		card(r).CardNumber = ptr("341111111111111")
-		card(r).CardCVV = ptr("123")
+		cardOf(r).CardNumber = ptr("341111111111111")
+		cardOf(r).CardCVV = ptr("123")
 	}, cvvC, "payment_source.card_cvv", "exactly 4 digits"},
 	{"cvv 5 digits on token", func(r *ChargeRequest) {
 		*r = *ValidTokenChargeForTest()
-		card(r).CardCVV = ptr("12345")
+		cardOf(r).CardCVV = ptr("12345")
 	}, cvvC, "payment_source.card_cvv", "3 or 4 digits"},
 	// token
-	{"payment_token missing", func(r *ChargeRequest) { *r = *ValidTokenChargeForTest(); card(r).PaymentToken = nil }, invalid, "payment_source.payment_token", "payment_source.payment_token is required"},
-	{"payment_token empty", func(r *ChargeRequest) { *r = *ValidTokenChargeForTest(); card(r).PaymentToken = ptr("") }, invalid, "payment_source.payment_token", "must not be empty"},
-	{"payment_token too long", func(r *ChargeRequest) { *r = *ValidTokenChargeForTest(); card(r).PaymentToken = long(256) }, invalid, "payment_source.payment_token", "at most 255"},
+	{"payment_token missing", func(r *ChargeRequest) { *r = *ValidTokenChargeForTest(); cardOf(r).PaymentToken = nil }, invalid, "payment_source.payment_token", "payment_source.payment_token is required"},
+	{"payment_token empty", func(r *ChargeRequest) { *r = *ValidTokenChargeForTest(); cardOf(r).PaymentToken = ptr("") }, invalid, "payment_source.payment_token", "must not be empty"},
+	{"payment_token too long", func(r *ChargeRequest) { *r = *ValidTokenChargeForTest(); cardOf(r).PaymentToken = long(256) }, invalid, "payment_source.payment_token", "at most 255"},
 }
 
 func TestValidateCharge(t *testing.T) {
@@ -379,11 +380,11 @@ func TestCodeSelection(t *testing.T) {
 		mutate func(r *ChargeRequest)
 		code   apierr.Code
 	}{
-		{"two expiry problems stay 2.09", func(r *ChargeRequest) { card(r).CardExpMonth = ptr("13"); card(r).CardExpYear = ptr("x") }, apierr.ExpiryInvalid},
-		{"card number and cvv mix to 2.01", func(r *ChargeRequest) { card(r).CardNumber = ptr("4111111111111112"); card(r).CardCVV = ptr("1") }, apierr.Invalid},
+		{"two expiry problems stay 2.09", func(r *ChargeRequest) { cardOf(r).CardExpMonth = ptr("13"); cardOf(r).CardExpYear = ptr("x") }, apierr.ExpiryInvalid},
+		{"card number and cvv mix to 2.01", func(r *ChargeRequest) { cardOf(r).CardNumber = ptr("4111111111111112"); cardOf(r).CardCVV = ptr("1") }, apierr.Invalid},
 		{"currency and amount mix to 2.01", func(r *ChargeRequest) { r.Currency = ptr("XYZ"); r.Amount = ptr(int64(0)) }, apierr.Invalid},
-		{"expired and bad cvv mix to 2.01", func(r *ChargeRequest) { card(r).CardExpYear = ptr("2020"); card(r).CardCVV = ptr("1") }, apierr.Invalid},
-		{"required card field is 2.01", func(r *ChargeRequest) { card(r).CardExpMonth = nil; card(r).CardExpYear = ptr("2020x") }, apierr.Invalid},
+		{"expired and bad cvv mix to 2.01", func(r *ChargeRequest) { cardOf(r).CardExpYear = ptr("2020"); cardOf(r).CardCVV = ptr("1") }, apierr.Invalid},
+		{"required card field is 2.01", func(r *ChargeRequest) { cardOf(r).CardExpMonth = nil; cardOf(r).CardExpYear = ptr("2020x") }, apierr.Invalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -595,49 +596,26 @@ func TestValidateOrderOperations(t *testing.T) {
 	}
 }
 
-// A token charge's card is known once the token resolves: ValidateTokenCard
-// applies the card charge's brand rules then, with the same messages.
-func TestValidateTokenCard(t *testing.T) {
-	const visa, amex, mastercard = "4111111111111111", "378282246310005", "5555555555554444"
-	for _, tc := range []struct {
-		name, pan, cvv, version, xid string
-		code                         apierr.Code
-		attr, msg                    string
-	}{
-		{"no cvv, no mpi_data", visa, "", "", "", ok422, "", ""},
-		{"3 digits on visa", visa, "123", "", "", ok422, "", ""},
-		{"4 digits on amex", amex, "1234", "", "", ok422, "", ""},
-		{"4 digits on visa", visa, "1234", "", "", apierr.CVVInvalid, "payment_source.card_cvv", "payment_source.card_cvv should have exactly 3 digits"},
-		{"3 digits on amex", amex, "123", "", "", apierr.CVVInvalid, "payment_source.card_cvv",
-			"payment_source.card_cvv should have exactly 4 digits for an American Express card"},
-		{"2.x visa without xid", visa, "", "2.1.0", "", ok422, "", ""},
-		{"2.x mastercard with xid", mastercard, "", "2.1.0", "x1", ok422, "", ""},
-		{"2.x mastercard without xid", mastercard, "", "2.1.0", "", invalid, "three_ds.mpi_data.xid",
-			"three_ds.mpi_data.xid is required with 3-D Secure version 2.x.x and a Mastercard card"},
-		{"2.x mastercard with a blank xid", mastercard, "", "2.2.0", " ", invalid, "three_ds.mpi_data.xid", "Mastercard"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := ValidateTokenCard(tc.pan, tc.cvv, tc.version, tc.xid)
-			if tc.code == ok422 {
-				if err != nil {
-					t.Fatalf("want valid, got %v", err.Messages)
-				}
-				return
-			}
-			expectOne(t, err, tc.code, tc.attr, tc.msg)
-		})
-	}
-	// The card charge gives the same message for the same card.
+// A token charge's card is known once the token resolves, and the order
+// actor judges it then with order.CheckTokenCard: a card charge with that
+// card number gets the same messages, from the same rules.
+func TestTokenCardMessagesMatchCardCharge(t *testing.T) {
+	const mastercard, amex = "5555555555554444", "378282246310005"
 	r := ValidChargeForTest()
 	r.PaymentSource.CardNumber = ptr(mastercard)
 	r.ThreeDS = &ThreeDS{MPIData: &MPIData{CAVV: ptr("AAABBEg0VhI0VniQEjRWAAAAAAA="), ECI: ptr("02"), Version: ptr("2.1.0")}}
-	card, token := ValidateCharge(r, testNow), ValidateTokenCard(mastercard, "", "2.1.0", "")
-	if card == nil || token == nil || card.Messages["three_ds.mpi_data.xid"][0] != token.Messages["three_ds.mpi_data.xid"][0] {
-		t.Fatalf("card charge %v, token charge %v: want the same xid message", card, token)
+	cardErr := ValidateCharge(r, testNow)
+	rej := order.CheckTokenCard(mastercard, "", &order.ThreeDS{Version: "2.1.0"})
+	if cardErr == nil || rej == nil || cardErr.Messages["three_ds.mpi_data.xid"][0] != rej.Message {
+		t.Fatalf("card charge %v, token charge %+v: want the same xid message", cardErr, rej)
 	}
-	// Both at once: every violation listed, a mix is 2.01.
-	if err := ValidateTokenCard(mastercard, "1234", "2.1.0", ""); err == nil || err.Code != apierr.Invalid || len(err.Messages) != 2 {
-		t.Fatalf("cvv and xid: want both in one 2.01, got %v", err)
+	r = ValidChargeForTest()
+	r.PaymentSource.CardNumber, r.PaymentSource.CardCVV = ptr(amex), ptr("123")
+	cardErr = ValidateCharge(r, testNow)
+	rej = order.CheckTokenCard(amex, "123", nil)
+	if cardErr == nil || cardErr.Code != apierr.CVVInvalid || rej == nil || rej.Kind != order.RejectCVV ||
+		cardErr.Messages[rej.Attribute][0] != rej.Message {
+		t.Fatalf("card charge %v, token charge %+v: want the same CVV message", cardErr, rej)
 	}
 }
 
@@ -692,43 +670,5 @@ func TestMPIVersion(t *testing.T) {
 	}
 	if got := MPIVersion(&MPIData{Version: ptr("2.1.0")}); got != "2.1.0" {
 		t.Errorf("given: %q", got)
-	}
-}
-
-func TestCardExpiryHelpers(t *testing.T) {
-	for in, want := range map[string]int{"1": 1, "01": 1, "9": 9, "12": 12} {
-		if got, ok := CardExpiryMonth(in); !ok || got != want {
-			t.Errorf("CardExpiryMonth(%q) = %d, %v", in, got, ok)
-		}
-	}
-	for _, in := range []string{"", "0", "00", "13", "012", "1a", "-1", "+1"} {
-		if _, ok := CardExpiryMonth(in); ok {
-			t.Errorf("CardExpiryMonth(%q) accepted", in)
-		}
-	}
-	for in, want := range map[string]int{"2030": 2030, "30": 2030, "00": 2000} {
-		if got, ok := CardExpiryYear(in); !ok || got != want {
-			t.Errorf("CardExpiryYear(%q) = %d, %v", in, got, ok)
-		}
-	}
-	for _, in := range []string{"", "3", "203", "20300", "20a0"} {
-		if _, ok := CardExpiryYear(in); ok {
-			t.Errorf("CardExpiryYear(%q) accepted", in)
-		}
-	}
-	// Valid through the last instant of the month, in UTC.
-	lastSecond := testNow.AddDate(0, 0, 0)
-	if CardExpired(5, 2026, lastSecond) {
-		t.Error("05/2026 expired on 2026-05-15")
-	}
-	if CardExpired(12, 2026, mustUTC(t, "2026-12-31T23:59:59Z")) {
-		t.Error("12/2026 expired before the end of December")
-	}
-	if !CardExpired(12, 2026, mustUTC(t, "2027-01-01T00:00:00Z")) {
-		t.Error("12/2026 not expired on 2027-01-01")
-	}
-	// 2027-01-01 00:30 in UTC+1 is still 2026-12-31 in UTC.
-	if CardExpired(12, 2026, mustUTC(t, "2027-01-01T00:30:00+01:00")) {
-		t.Error("expiry must be compared in UTC")
 	}
 }

@@ -20,6 +20,7 @@ type Code struct {
 // different HTTP statuses (2.01 is both "field invalid" and "body too large").
 var (
 	Auth              = Code{"1.01", 401, "authentication failed: merchant or signature header missing, merchant unknown, signature mismatch"}
+	AdminAuth         = Code{"1.01", 401, "admin API: bearer token missing or wrong"}
 	BodyTooLarge      = Code{"2.01", 413, "request body over the size limit"}
 	Invalid           = Code{"2.01", 422, "one or more fields violate a constraint; every violating field is listed"}
 	AmountInvalid     = Code{"2.02", 422, "amount invalid for the operation (settle or refund above what is left)"}
@@ -45,7 +46,7 @@ var (
 
 // Catalogue lists every entry, for docs and tests.
 func Catalogue() []Code {
-	return []Code{Auth, BodyTooLarge, Invalid, AmountInvalid, CurrencyInvalid, NotFound, CVVInvalid,
+	return []Code{Auth, AdminAuth, BodyTooLarge, Invalid, AmountInvalid, CurrencyInvalid, NotFound, CVVInvalid,
 		BadBody, CardNumberInvalid, ExpiryInvalid, IllegalStatus, Conflict, RateLimited, TokenInvalid,
 		Unavailable, Internal, UnknownPath, MethodNotAllowed}
 }

@@ -13,12 +13,11 @@ import (
 	"github.com/paygate/gateway/transport/apierr"
 )
 
-// Admin errors share the merchant API's JSON shape.
-var adminUnauthorized = apierr.Code{Code: "1.01", HTTP: 401, Reason: "admin token missing or wrong"}
-
+// serveAdmin routes /admin/v1. Admin errors share the merchant API's JSON
+// shape and codes (apierr.AdminAuth for a missing or wrong token).
 func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
 	if !s.adminAuthorized(ctx) {
-		writeError(ctx, apierr.New(adminUnauthorized, "authorization", "admin bearer token missing or wrong"))
+		writeError(ctx, apierr.New(apierr.AdminAuth, "authorization", "admin bearer token missing or wrong"))
 		return
 	}
 	// Admin writes run on the leader; reads answer from this node.

@@ -11,9 +11,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/order/currency"
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/transport/apierr"
-	"github.com/paygate/gateway/transport/currency"
 )
 
 // The pages are plain HTML, CSS and JavaScript embedded in the binary: no

@@ -5,6 +5,11 @@
 // limit, decode strictly, validate, dispatch, render — and differs only in
 // its request type, validator and dispatch function (see endpoints.go).
 // Request bytes are copied before they leave a handler: fasthttp reuses them.
+//
+// It is the inbound edge over everything else, and the one place that turns
+// what the layers below refuse into the error catalogue (transport/apierr):
+// the domain's rejections (order.Rejection, rejectionError) and the failures
+// of a dispatch (errorFor). Nothing below it spells an error code.
 package server
 
 import (
@@ -452,8 +457,6 @@ func (s *Server) errorFor(op string, err error) *apierr.Error {
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.Is(err, actors.ErrTokenInvalid):
-		return apierr.New(apierr.TokenInvalid, "payment_source.payment_token", err.Error())
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, actors.ErrTimeout), errors.Is(err, actors.ErrStopped):
 		return apierr.New(apierr.Unavailable, "cluster", "the service cannot commit right now; retry the same request")
 	}
@@ -461,20 +464,32 @@ func (s *Server) errorFor(op string, err error) *apierr.Error {
 	return apierr.New(apierr.Internal, "server", "internal error")
 }
 
-// rejectionError maps a state-machine rejection to the catalogue.
+// rejectionError maps a domain rejection (order.Rejection, from the state
+// machine or an order actor) to the catalogue: the one place that does.
 func rejectionError(r *order.Rejection) *apierr.Error {
-	code := apierr.IllegalStatus
-	switch r.Kind {
-	case order.RejectAmount:
-		code = apierr.AmountInvalid
-	case order.RejectConflict:
-		code = apierr.Conflict
-	case order.RejectNotFound:
-		code = apierr.NotFound
-	case order.RejectReplay:
-		code = apierr.Invalid // 422 2.01 payment_source: wallet token already used
+	e := apierr.New(rejectionCode(r.Kind), r.Attribute, r.Message)
+	for _, f := range r.More {
+		e.Add(f.Attribute, f.Message)
 	}
-	return apierr.New(code, r.Attribute, r.Message)
+	return e
+}
+
+func rejectionCode(k order.RejectKind) apierr.Code {
+	switch k {
+	case order.RejectAmount:
+		return apierr.AmountInvalid
+	case order.RejectConflict:
+		return apierr.Conflict
+	case order.RejectNotFound:
+		return apierr.NotFound
+	case order.RejectReplay, order.RejectInvalid:
+		return apierr.Invalid // 422 2.01 (RejectReplay: payment_source, wallet token already used)
+	case order.RejectCVV:
+		return apierr.CVVInvalid
+	case order.RejectTokenInvalid:
+		return apierr.TokenInvalid
+	}
+	return apierr.IllegalStatus
 }
 
 // marshalJSON encodes an answer with sorted map keys. Answers are plain
@@ -484,10 +499,13 @@ func marshalJSON(v any) ([]byte, error) {
 	return json.Marshal(v, json.Deterministic(true))
 }
 
+// internalErrorBody answers an answer that could not be encoded.
+var internalErrorBody = []byte(`{"error":{"code":"` + apierr.Internal.Code + `","messages":{"server":["internal error"]}}}`)
+
 func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	b, err := marshalJSON(v)
 	if err != nil {
-		status, b = 500, []byte(`{"error":{"code":"5.03","messages":{"server":["internal error"]}}}`)
+		status, b = apierr.Internal.HTTP, internalErrorBody
 	}
 	writeRaw(ctx, status, b)
 }

@@ -6,10 +6,10 @@ import (
 
 	"github.com/paygate/gateway/actors"
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/order/currency"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/api"
 	"github.com/paygate/gateway/transport/apierr"
-	"github.com/paygate/gateway/transport/currency"
 	"github.com/paygate/gateway/transport/wallet"
 	"github.com/paygate/gateway/transport/wallet/walleta"
 	"github.com/paygate/gateway/transport/wallet/walletb"

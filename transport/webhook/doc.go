@@ -1,8 +1,24 @@
 // Package webhook delivers order notifications to merchants (contract
-// section 6, interface 6.1): one signed POST per attempt, judged delivered
-// only on HTTP 200 with a JSON object whose "status" is "ok". Scheduling,
-// retries and the durable outbox live elsewhere; this package is the single
-// attempt and the SSRF guard that protects it.
+// section 6, interface 6.1): webhooks in one package, from a committed
+// notification to its receiver.
+//
+//   - The dispatcher (dispatcher.go) is the leader's view of the outbox:
+//     what is due, what is handed out and until when; it feeds a supervised
+//     actor tree (endpoint.go): one endpoint actor per receiver, one
+//     delivery actor per attempt, and what an attempt commits (its result
+//     and the next due time, NextAttemptAt). DESIGN.md says why.
+//   - The Client (client.go) makes one attempt: one signed POST, judged
+//     delivered only on HTTP 200 with a JSON object whose "status" is "ok".
+//   - The Guard (guard.go) keeps callback URLs out of the node's own
+//     network, at request time and at dial time (below).
+//   - AdminView (admin_view.go) is a notification as the admin API shows it.
+//
+// The outbox itself (the notification records, their keys and the FSM's
+// rule for applying an attempt's result) is replicated state and stays with
+// the rest of it in persistence, which knows nothing of this package: the
+// dependency points one way, from delivery to storage. The order actors do
+// not know this package either; node wires it to the store, the Raft
+// proposer and the FSM's commit hook (Dispatcher.Offer).
 //
 // # SSRF guard
 //

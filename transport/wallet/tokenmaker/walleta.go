@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/paygate/gateway/transport/currency"
+	"github.com/paygate/gateway/order/currency"
 	"github.com/paygate/gateway/transport/wallet"
 	"github.com/paygate/gateway/transport/wallet/walleta"
 )

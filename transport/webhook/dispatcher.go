@@ -1,10 +1,15 @@
-package actors
+package webhook
+
+// The webhook dispatcher: the leader's view of the outbox (which
+// notifications are due, which are handed out and until when), the scans and
+// offers that feed the endpoint actors (webhook_endpoint.go), and the
+// metrics of delivery. DESIGN.md, "Delivery", says why it is built
+// this way.
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,24 +19,30 @@ import (
 
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/transport/signature"
-	"github.com/paygate/gateway/transport/webhook"
 )
 
-// NotifyStore is what webhook delivery reads from the store.
-type NotifyStore interface {
+// Outbox is what webhook delivery reads from the store (persistence.Store).
+type Outbox interface {
 	DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*persistence.Notification, error)
 	NextNotificationDueAfter(t int64) (int64, error)
 	PendingNotificationCount() (int, error)
 }
 
-// WebhookConfig configures notification delivery.
-type WebhookConfig struct {
-	Store    NotifyStore
+// Proposer replicates an attempt's result (a persistence.Cmd carrying a
+// NotifyUpdate) and returns once it is applied: the Raft node in production,
+// an in-memory log in tests.
+type Proposer interface {
+	Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error)
+}
+
+// DispatcherConfig configures notification delivery.
+type DispatcherConfig struct {
+	Store    Outbox
 	Proposer Proposer
 	Logger   *slog.Logger
 	Now      func() time.Time
-	// Attempt sends one notification (webhook.Client.Deliver in production).
-	Attempt func(ctx context.Context, d webhook.Delivery) webhook.Attempt
+	// Attempt sends one notification (Client.Deliver in production).
+	Attempt func(ctx context.Context, d Delivery) Attempt
 	// Keys returns a merchant's webhook public key and its key pair
 	// prepared for signing.
 	Keys func(merchantID string) (publicKey string, key *signature.Key, ok bool)
@@ -66,7 +77,7 @@ type WebhookConfig struct {
 	EndpointIdle time.Duration
 }
 
-// Webhooks is the leader's notification delivery: a dispatcher over the
+// Dispatcher is the leader's notification delivery: a dispatcher over the
 // durable outbox and a supervised actor tree that makes the attempts.
 //
 //	supervisor ─┬─ endpoint actor (one per scheme://host:port) ─┬─ delivery actor (one per attempt)
@@ -85,8 +96,8 @@ type WebhookConfig struct {
 // does not fit waits in the outbox, and then so do that endpoint's newer
 // notifications, until a scan has handed out everything older: scans hand
 // out in due order, and an endpoint's notifications reach it in that order.
-type Webhooks struct {
-	cfg        WebhookConfig
+type Dispatcher struct {
+	cfg        DispatcherConfig
 	system     *actor.ActorSystem
 	supervisor *actor.PID
 	wake       chan struct{}
@@ -196,8 +207,8 @@ const dueBatchNotifications = 2000
 // answering in 3 ms, 16 at a time, a fifth of a second of notifications.
 const endpointQueueNotifications = 1024
 
-// NewWebhooks makes the delivery machinery; Run starts it.
-func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
+// NewDispatcher makes the delivery machinery; Run starts it.
+func NewDispatcher(system *actor.ActorSystem, cfg DispatcherConfig) *Dispatcher {
 	if cfg.PerEndpoint <= 0 {
 		cfg.PerEndpoint = 16
 	}
@@ -216,7 +227,7 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 	if cfg.EndpointQueue <= 0 {
 		cfg.EndpointQueue = endpointQueueNotifications
 	}
-	w := &Webhooks{
+	w := &Dispatcher{
 		cfg: cfg, system: system, wake: make(chan struct{}, 1), offered: make(chan struct{}, 1),
 		inflight: map[string]*handout{},
 		queued:   map[string]int{},
@@ -231,11 +242,11 @@ func NewWebhooks(system *actor.ActorSystem, cfg WebhookConfig) *Webhooks {
 }
 
 // Endpoints is how many callback endpoints have an actor.
-func (w *Webhooks) Endpoints() int64 { return w.endpoints.Load() }
+func (w *Dispatcher) Endpoints() int64 { return w.endpoints.Load() }
 
 // FullEndpoints is how many endpoints have due notifications waiting in the
 // outbox for room (EndpointQueue).
-func (w *Webhooks) FullEndpoints() int {
+func (w *Dispatcher) FullEndpoints() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.spilled)
@@ -243,7 +254,7 @@ func (w *Webhooks) FullEndpoints() int {
 
 // Wake asks for an immediate scan of the outbox (a redelivery was
 // committed).
-func (w *Webhooks) Wake() {
+func (w *Dispatcher) Wake() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -259,7 +270,7 @@ const freshLimit = 10_000
 // backlog a scan walks the whole queue, and scanning on every commit cost
 // more than the deliveries. It runs on the FSM goroutine and never blocks;
 // on a follower (not running) it does nothing, the outbox has them.
-func (w *Webhooks) Offer(created []*persistence.Notification) {
+func (w *Dispatcher) Offer(created []*persistence.Notification) {
 	w.mu.Lock()
 	if !w.running || len(w.fresh) >= freshLimit {
 		w.mu.Unlock()
@@ -274,7 +285,7 @@ func (w *Webhooks) Offer(created []*persistence.Notification) {
 }
 
 // Run delivers until ctx ends (leadership lost or shutdown).
-func (w *Webhooks) Run(ctx context.Context) {
+func (w *Dispatcher) Run(ctx context.Context) {
 	gen := w.setRunning(true)
 	defer w.setRunning(false)
 	props := actor.PropsFromProducer(func() actor.Actor {
@@ -323,7 +334,7 @@ func (w *Webhooks) Run(ctx context.Context) {
 }
 
 // nextRetry is the earliest retry known to be scheduled (zero: none).
-func (w *Webhooks) nextRetry() time.Time {
+func (w *Dispatcher) nextRetry() time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.retryAt == 0 {
@@ -334,7 +345,7 @@ func (w *Webhooks) nextRetry() time.Time {
 
 // noteRetry records a retry scheduled at due (Unix ns), so the dispatcher
 // scans when it is due rather than polling for it.
-func (w *Webhooks) noteRetry(due int64) {
+func (w *Dispatcher) noteRetry(due int64) {
 	w.mu.Lock()
 	if w.retryAt == 0 || due < w.retryAt {
 		w.retryAt = due
@@ -344,7 +355,7 @@ func (w *Webhooks) noteRetry(due int64) {
 }
 
 // poke interrupts the dispatcher's wait so it recomputes its next scan.
-func (w *Webhooks) poke() {
+func (w *Dispatcher) poke() {
 	select {
 	case w.offered <- struct{}{}:
 	default:
@@ -355,7 +366,7 @@ func (w *Webhooks) poke() {
 // the end the tree is stopping: what it held is no longer counted, and may
 // be handed out again an attempt's lease from now, by when any attempt
 // still under way has ended.
-func (w *Webhooks) setRunning(on bool) uint64 {
+func (w *Dispatcher) setRunning(on bool) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.running = on
@@ -379,10 +390,10 @@ func (w *Webhooks) setRunning(on bool) uint64 {
 
 // attemptLease is how long an attempt and the commit of its result can
 // take.
-func (w *Webhooks) attemptLease() time.Duration { return w.cfg.AttemptTimeout + w.cfg.LeaseSlack }
+func (w *Dispatcher) attemptLease() time.Duration { return w.cfg.AttemptTimeout + w.cfg.LeaseSlack }
 
 // dispatchFresh hands out the offered notifications.
-func (w *Webhooks) dispatchFresh() {
+func (w *Dispatcher) dispatchFresh() {
 	now := w.cfg.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -420,7 +431,7 @@ type scanRoom struct {
 
 // take reports whether a due notification of ep is worth loading. Call with
 // w.mu held.
-func (r *scanRoom) take(w *Webhooks, id, ep string) bool {
+func (r *scanRoom) take(w *Dispatcher, id, ep string) bool {
 	if h := w.inflight[id]; h != nil && h.held {
 		return true // counted already: handed out again (a copy was lost)
 	}
@@ -441,7 +452,7 @@ func (r *scanRoom) take(w *Webhooks, id, ep string) bool {
 	return true
 }
 
-func (w *Webhooks) dispatchDue() {
+func (w *Dispatcher) dispatchDue() {
 	// The scan sees everything committed before it starts, so it covers
 	// what was offered so far; the retries it finds due need no timer, and
 	// the next one after it is read back below.
@@ -546,7 +557,7 @@ func (w *Webhooks) dispatchDue() {
 // hasRoom reports whether notification id may be handed to endpoint ep:
 // it has room, or the notification is counted there already. Call with
 // w.mu held.
-func (w *Webhooks) hasRoom(id, ep string) bool {
+func (w *Dispatcher) hasRoom(id, ep string) bool {
 	if h := w.inflight[id]; h != nil && h.held {
 		return true
 	}
@@ -561,7 +572,7 @@ type toEndpoint struct {
 
 // handOut gives n to the tree for endpoint ep, handed out by the scan page
 // (0: offered). Call with w.mu held.
-func (w *Webhooks) handOut(n *persistence.Notification, ep string, now time.Time, page uint64) {
+func (w *Dispatcher) handOut(n *persistence.Notification, ep string, now time.Time, page uint64) {
 	h := w.inflight[n.ID]
 	if h == nil || !h.held {
 		h = &handout{endpoint: ep, held: true, page: page}
@@ -577,7 +588,7 @@ func (w *Webhooks) handOut(n *persistence.Notification, ep string, now time.Time
 
 // letGo ends the count of a hand-out the tree no longer holds, and asks for
 // the scans it was waiting for. Call with w.mu held.
-func (w *Webhooks) letGo(h *handout) {
+func (w *Dispatcher) letGo(h *handout) {
 	if !h.held {
 		return
 	}
@@ -597,7 +608,7 @@ func (w *Webhooks) letGo(h *handout) {
 
 // wakeForBacklog asks for the next scan of a backlog once half of the last
 // page has been attempted. Call with w.mu held.
-func (w *Webhooks) wakeForBacklog() {
+func (w *Dispatcher) wakeForBacklog() {
 	if w.backlog && w.pageLeft <= w.cfg.ScanPage/2 {
 		w.backlog = false
 		w.Wake()
@@ -608,7 +619,7 @@ func (w *Webhooks) wakeForBacklog() {
 // handed out, or its attempt's result was committed after the scan that
 // started at scanStart began (the scan's view of it is stale). Call with
 // w.mu held.
-func (w *Webhooks) busy(id string, now, scanStart time.Time) bool {
+func (w *Dispatcher) busy(id string, now, scanStart time.Time) bool {
 	if h := w.inflight[id]; h != nil && now.Before(h.expires) {
 		return true
 	}
@@ -621,7 +632,7 @@ func (w *Webhooks) busy(id string, now, scanStart time.Time) bool {
 // LeaseSlack), so while it is under way no scan hands the notification out
 // again, and no copy can reach the endpoint actor after the attempt has
 // ended and it has let go of the notification.
-func (w *Webhooks) renewLease(id string, now time.Time) {
+func (w *Dispatcher) renewLease(id string, now time.Time) {
 	w.mu.Lock()
 	if h := w.inflight[id]; h != nil {
 		h.expires = now.Add(w.attemptLease())
@@ -630,7 +641,7 @@ func (w *Webhooks) renewLease(id string, now time.Time) {
 }
 
 // release ends a notification's hand-out: its attempt ended.
-func (w *Webhooks) release(id string) {
+func (w *Dispatcher) release(id string) {
 	w.mu.Lock()
 	if h := w.inflight[id]; h != nil {
 		w.letGo(h)
@@ -648,7 +659,7 @@ func (w *Webhooks) release(id string) {
 // it only after it stopped, and were dropped unreported. They may be
 // handed out again once an attempt's lease has passed; one already routed
 // to its successor is then dropped there as a copy.
-func (w *Webhooks) endpointLost(gen uint64, ep string) {
+func (w *Dispatcher) endpointLost(gen uint64, ep string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if gen != w.gen || !w.running {
@@ -666,7 +677,7 @@ func (w *Webhooks) endpointLost(gen uint64, ep string) {
 // abandon records that an endpoint actor of leadership gen stopped holding
 // these notifications without attempting them: they may be handed out
 // again once an attempt's lease has passed.
-func (w *Webhooks) abandon(gen uint64, ids []string) {
+func (w *Dispatcher) abandon(gen uint64, ids []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if gen != w.gen || !w.running {
@@ -679,350 +690,4 @@ func (w *Webhooks) abandon(gen uint64, ids []string) {
 			h.expires = end
 		}
 	}
-}
-
-// webhookSupervisor routes each due notification to its endpoint's actor,
-// restarts endpoint actors that crash, and retires the idle ones.
-type webhookSupervisor struct {
-	w         *Webhooks
-	gen       uint64 // the leadership it serves
-	endpoints map[string]*endpointRef
-}
-
-// endpointRef is the supervisor's record of a live endpoint actor.
-type endpointRef struct {
-	pid *actor.PID
-	// routed counts the notifications sent to it, and last is when the
-	// latest was: an actor that has said it is idle is stopped only if
-	// nothing was routed to it since it was asked.
-	routed uint64
-	last   time.Time
-}
-
-// retireIdleEndpoints asks every endpoint actor that has had no
-// notification for EndpointIdle whether it is idle.
-type retireIdleEndpoints struct{}
-
-// retireIfIdle asks an endpoint actor to answer endpointIdle when it has
-// nothing queued or under way; routed is the supervisor's count then.
-type retireIfIdle struct {
-	key    string
-	routed uint64
-}
-
-// endpointIdle is an endpoint actor's answer to retireIfIdle.
-type endpointIdle retireIfIdle
-
-func (s *webhookSupervisor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case toEndpoint:
-		key := m.endpoint
-		ref, ok := s.endpoints[key]
-		if !ok {
-			props := actor.PropsFromProducer(func() actor.Actor { return &endpointActor{w: s.w, gen: s.gen, key: key} },
-				actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)))
-			ref = &endpointRef{pid: ctx.Spawn(props)}
-			s.endpoints[key] = ref
-			s.w.endpoints.Add(1)
-		}
-		ref.routed++
-		ref.last = s.w.cfg.Now()
-		ctx.Send(ref.pid, m.n)
-	case retireIdleEndpoints:
-		now := s.w.cfg.Now()
-		for key, ref := range s.endpoints {
-			if now.Sub(ref.last) >= s.w.cfg.EndpointIdle {
-				ctx.Send(ref.pid, retireIfIdle{key: key, routed: ref.routed})
-			}
-		}
-	case endpointIdle:
-		// Notifications reach an endpoint actor only from here, in order:
-		// if none was routed since the question, none is waiting in its
-		// mailbox behind it, and stopping it drops nothing.
-		if ref, ok := s.endpoints[m.key]; ok && ref.routed == m.routed {
-			delete(s.endpoints, m.key)
-			ctx.Stop(ref.pid)
-		}
-	case *actor.Terminated:
-		for k, ref := range s.endpoints {
-			if ref.pid.Equal(m.Who) {
-				// Stopped, not retired (a retired one has left the map):
-				// notifications routed to it after it stopped went to dead
-				// letters, unreported.
-				delete(s.endpoints, k)
-				s.w.endpointLost(s.gen, k)
-			}
-		}
-		s.w.endpoints.Add(-1)
-	}
-}
-
-// endpointActor bounds how many deliveries to one endpoint run at once, so
-// a slow or dead endpoint holds its own slots and no one else's.
-type endpointActor struct {
-	w     *Webhooks
-	gen   uint64 // the leadership it serves
-	key   string // the endpoint
-	queue []*persistence.Notification
-	// sending holds the slots: delivery actors whose request to the
-	// endpoint is under way. A slot is freed as soon as the request ends,
-	// before its result is committed: the bound is on the merchant's
-	// server, and a commit does not load it.
-	sending map[string]bool // delivery actor id
-	// leased maps every live delivery actor to its notification; the lease
-	// is released when the actor ends (its result committed, or given up).
-	leased map[string]string // delivery actor id → notification id
-	// An order's notifications go out one at a time, in the order they
-	// were queued: the next waits until the request of the one before has
-	// ended, so a merchant sees "processing" before "authorized" unless an
-	// attempt failed and is retried later (docs/webhooks.md). inFlight is
-	// the order each sending delivery actor is for.
-	inFlight   map[string]string // delivery actor id → order
-	busyOrders map[string]bool
-	// held are the notifications queued here or with a live delivery
-	// actor. The dispatcher hands a notification out again when its lease
-	// ends, and behind a slow endpoint one can wait here longer than that:
-	// the copy is dropped, not queued and sent again.
-	held map[string]bool // notification id
-	// ending is set once the actor is stopping or restarting: it starts no
-	// more deliveries (its delivery actors ending would otherwise start the
-	// next ones while the node's next leadership, or this actor's next
-	// incarnation, takes them over).
-	ending bool
-}
-
-// attemptSent tells the endpoint actor that a delivery actor's request has
-// ended and its slot is free.
-type attemptSent struct{ id string }
-
-func (e *endpointActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		e.sending, e.leased = map[string]bool{}, map[string]string{}
-		e.inFlight, e.busyOrders = map[string]string{}, map[string]bool{}
-		e.held = map[string]bool{}
-	case *persistence.Notification:
-		if e.held[m.ID] {
-			return
-		}
-		e.held[m.ID] = true
-		e.queue = append(e.queue, m)
-		e.fill(ctx)
-	case attemptSent:
-		e.requestEnded(m.id)
-		e.fill(ctx)
-	case *actor.Terminated:
-		// A delivery actor finished, or gave up after its restarts: free
-		// its slot if it still held one. Its lease makes the dispatcher
-		// retry a lost one.
-		e.requestEnded(m.Who.Id)
-		if id, ok := e.leased[m.Who.Id]; ok {
-			delete(e.leased, m.Who.Id)
-			delete(e.held, id)
-			e.w.release(id)
-		}
-		e.fill(ctx)
-	case retireIfIdle:
-		if len(e.held) == 0 { // nothing queued, no delivery actor alive
-			ctx.Send(ctx.Parent(), endpointIdle(m))
-		}
-	case *actor.Stopped:
-		// Its delivery actors have ended (and released theirs): what it
-		// still holds was never attempted. The dispatcher hands it out
-		// again.
-		ids := make([]string, 0, len(e.held))
-		for id := range e.held {
-			ids = append(ids, id)
-		}
-		e.w.abandon(e.gen, ids)
-	case *actor.Stopping:
-		e.ending = true
-	case *actor.Restarting:
-		// The queue is in memory: hand it back, through the supervisor, so
-		// the fresh instance (same mailbox) takes it over. Through the
-		// supervisor, so that they count as routed to it: an idle answer to
-		// a retirement question asked before would otherwise stop it with
-		// them in its mailbox. Running children are stopped by the restart
-		// and release theirs.
-		e.ending = true
-		for _, n := range e.queue {
-			ctx.Send(ctx.Parent(), toEndpoint{n: n, endpoint: e.key})
-		}
-	}
-}
-
-// requestEnded frees the slot and the order of a delivery actor whose
-// request has ended (or that ended without one).
-func (e *endpointActor) requestEnded(id string) {
-	delete(e.sending, id)
-	if o, ok := e.inFlight[id]; ok {
-		delete(e.inFlight, id)
-		delete(e.busyOrders, o)
-	}
-}
-
-// fill starts deliveries while slots are free, skipping (and keeping, in
-// their place) notifications whose order already has one under way.
-func (e *endpointActor) fill(ctx actor.Context) {
-	if e.ending {
-		return
-	}
-	kept := e.queue[:0] // filtered in place: kept never passes the reader
-	for i, n := range e.queue {
-		if len(e.sending) >= e.w.cfg.PerEndpoint {
-			kept = append(kept, e.queue[i:]...)
-			break
-		}
-		o := n.Merchant + "\x00" + n.OrderID
-		if e.busyOrders[o] {
-			kept = append(kept, n)
-			continue
-		}
-		props := actor.PropsFromProducer(func() actor.Actor { return &deliveryActor{w: e.w, n: n} })
-		pid := ctx.Spawn(props)
-		e.sending[pid.Id] = true
-		e.leased[pid.Id] = n.ID
-		e.inFlight[pid.Id] = o
-		e.busyOrders[o] = true
-	}
-	clear(e.queue[len(kept):]) // drop the started ones' pointers
-	e.queue = kept
-}
-
-// deliveryActor makes one attempt at one notification and commits its
-// result. The producer captures the notification, so a supervised restart
-// after a crash attempts the same delivery again.
-type deliveryActor struct {
-	w *Webhooks
-	n *persistence.Notification
-}
-
-func (d *deliveryActor) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*actor.Started); !ok {
-		return
-	}
-	upd := d.w.send(d.n)
-	ctx.Send(ctx.Parent(), attemptSent{id: ctx.Self().Id})
-	d.w.commit(d.n, upd)
-	ctx.Stop(ctx.Self())
-}
-
-// send makes one attempt at n and returns its result with the next due
-// time, to be replicated.
-func (w *Webhooks) send(n *persistence.Notification) *persistence.NotifyUpdate {
-	upd := &persistence.NotifyUpdate{ID: n.ID}
-	pk, key, ok := w.cfg.Keys(n.Merchant)
-	start := w.cfg.Now()
-	w.renewLease(n.ID, start)
-	var res webhook.Attempt
-	if ok {
-		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AttemptTimeout)
-		res = w.cfg.Attempt(ctx, webhook.Delivery{URL: n.URL, Body: n.Body, PublicKey: pk, Key: key, CreatedAt: n.CreatedAt})
-		cancel()
-	} else {
-		res = webhook.Attempt{Error: "merchant webhook keys unknown"}
-	}
-	upd.Time = w.cfg.Now().UnixNano()
-	upd.Attempt = &persistence.AttemptRecord{At: start.UnixNano(), HTTPCode: res.HTTPCode, Error: res.Error, DurationNs: int64(res.Duration)}
-	upd.Delivered = res.Delivered
-	if !res.Delivered {
-		upd.NextDueAt = NextAttemptAt(n, start, w.cfg.RetryDelays)
-	}
-	w.m.attempts[attemptResult(res)].Inc()
-	return upd
-}
-
-// commit replicates an attempt's result.
-func (w *Webhooks) commit(n *persistence.Notification, upd *persistence.NotifyUpdate) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := w.cfg.Proposer.Propose(ctx, &persistence.Cmd{Notify: upd}); err != nil {
-		// Not committed: the notification stays due and is tried again.
-		w.cfg.Logger.Warn("webhook attempt result not committed", "notification_id", n.ID, "error", err)
-		return
-	}
-	switch {
-	case upd.NextDueAt != 0:
-		w.noteRetry(upd.NextDueAt)
-	case upd.Delivered:
-		w.m.delivered.Inc()
-		w.m.latency.Update(w.cfg.Now().Sub(time.Unix(0, n.CreatedAt)).Seconds())
-	case upd.NextDueAt == 0:
-		w.m.failed.Inc()
-		w.cfg.Logger.Warn("webhook delivery failed for good", "notification_id", n.ID, "merchant_id", n.Merchant, "order_id", n.OrderID)
-	}
-}
-
-// NextAttemptAt is when the attempt after a failed one is due: the retry
-// offsets count from the first attempt (contract section 6). It returns 0
-// when the schedule is exhausted.
-//
-// An attempt made late (the cluster had no leader, or was down, past
-// several offsets) leaves the next one a gap after it: the offsets it
-// missed are then not all due at once, which would spend them in a burst of
-// attempts seconds apart at an endpoint that may just be coming back. The
-// gap is the first offset, or the schedule's own gap between this attempt's
-// offset and the next where that is shorter, so that an attempt made on
-// time always leaves the next at its offset (a schedule such as 10m,12m,14m
-// is kept as written). Every attempt is still made; the last may come after
-// the schedule's end by what the outage took.
-func NextAttemptAt(n *persistence.Notification, attemptAt time.Time, delays []time.Duration) int64 {
-	first := n.FirstAttemptAt
-	if first == 0 {
-		first = attemptAt.UnixNano()
-	}
-	failures := 1 // this attempt
-	for _, a := range n.Attempts {
-		if a.At >= first {
-			failures++
-		}
-	}
-	if failures > len(delays) {
-		return 0
-	}
-	next := delays[failures-1]
-	var this time.Duration // this attempt's own offset: 0 for the first
-	if failures >= 2 {
-		this = delays[failures-2]
-	}
-	gap := min(delays[0], next-this)
-	return max(first+int64(next), attemptAt.UnixNano()+int64(gap))
-}
-
-// attemptKind classifies an attempt for the attempts metric.
-type attemptKind int
-
-const (
-	attemptDelivered attemptKind = iota
-	attemptHTTPStatus
-	attemptRefused
-	attemptTimeout
-	attemptConnect
-	attemptBadAnswer
-	attemptOther
-	attemptKinds // the number of kinds
-)
-
-// attemptKindNames are the metric's result label values.
-var attemptKindNames = [attemptKinds]string{
-	attemptDelivered: "delivered", attemptHTTPStatus: "http_status", attemptRefused: "refused",
-	attemptTimeout: "timeout", attemptConnect: "connect", attemptBadAnswer: "bad_answer", attemptOther: "other",
-}
-
-func attemptResult(a webhook.Attempt) attemptKind {
-	switch {
-	case a.Delivered:
-		return attemptDelivered
-	case strings.HasPrefix(a.Error, "http status"):
-		return attemptHTTPStatus
-	case strings.Contains(a.Error, "SSRF"):
-		return attemptRefused
-	case strings.Contains(a.Error, "timeout"):
-		return attemptTimeout
-	case strings.HasPrefix(a.Error, "connect"):
-		return attemptConnect
-	case strings.HasPrefix(a.Error, "response is not"):
-		return attemptBadAnswer
-	}
-	return attemptOther
 }

@@ -3,6 +3,9 @@
 // exponent. The API validates and formats amounts with it, and wallet
 // tokens (which carry the numeric code) are matched against orders with it,
 // so the two can never disagree about which currencies exist.
+//
+// It is a domain fact table beside the order state machine (order/card holds
+// the card rules the same way): edges read it, it reads nothing.
 package currency
 
 // Currency is one ISO-4217 currency.

@@ -1,4 +1,4 @@
-package actors
+package webhook
 
 import (
 	"context"
@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/transport/signature"
-	"github.com/paygate/gateway/transport/webhook"
 )
 
 var testWebhookKey = signature.NewKey("whpk", "whsk")
@@ -23,24 +21,24 @@ type attemptLog struct {
 	fail  int            // fail the first N attempts of each body
 }
 
-func (l *attemptLog) attempt(_ context.Context, d webhook.Delivery) webhook.Attempt {
+func (l *attemptLog) attempt(_ context.Context, d Delivery) Attempt {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.count[string(d.Body)]++
 	if l.count[string(d.Body)] <= l.fail {
-		return webhook.Attempt{HTTPCode: 500, Error: "http status 500"}
+		return Attempt{HTTPCode: 500, Error: "http status 500"}
 	}
-	return webhook.Attempt{Delivered: true, HTTPCode: 200}
+	return Attempt{Delivered: true, HTTPCode: 200}
 }
 
-func startWebhooks(t *testing.T, f *fixture, attempt func(context.Context, webhook.Delivery) webhook.Attempt, delays []time.Duration) *Webhooks {
+func startWebhooks(t *testing.T, f *fixture, attempt func(context.Context, Delivery) Attempt, delays []time.Duration) *Dispatcher {
 	return startWebhooksPolling(t, f, attempt, delays, time.Millisecond)
 }
 
-func startWebhooksPolling(t *testing.T, f *fixture, attempt func(context.Context, webhook.Delivery) webhook.Attempt, delays []time.Duration, poll time.Duration) *Webhooks {
+func startWebhooksPolling(t *testing.T, f *fixture, attempt func(context.Context, Delivery) Attempt, delays []time.Duration, poll time.Duration) *Dispatcher {
 	t.Helper()
-	w := NewWebhooks(f.reg.system, WebhookConfig{
-		Store: f.store, Proposer: f.proposer, Logger: f.deps.Logger, Now: time.Now, Attempt: attempt,
+	w := NewDispatcher(f.system, DispatcherConfig{
+		Store: f.store, Proposer: f.proposer, Logger: f.logger, Now: time.Now, Attempt: attempt,
 		Keys:        func(string) (string, *signature.Key, bool) { return "whpk", testWebhookKey, true },
 		RetryDelays: delays, PerEndpoint: 4, Poll: poll,
 	})
@@ -55,17 +53,6 @@ func startWebhooksPolling(t *testing.T, f *fixture, attempt func(context.Context
 func createWithCallback(t *testing.T, f *fixture, id string) {
 	t.Helper()
 	createWithCallbackURL(t, f, id, "http://receiver.test/hook")
-}
-
-func createWithCallbackURL(t *testing.T, f *fixture, id, url string) {
-	t.Helper()
-	msg := &Create{Merchant: "m1", OrderID: id, RequestHash: "h",
-		Data: order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 24,
-			CallbackURL: url},
-		Card: f.card(), CVV: "123"}
-	if _, err := f.reg.Request(Key{"m1", id}, msg, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // Each notification is attempted exactly once when the receiver accepts it,
@@ -138,7 +125,7 @@ func expectFailedOnOffsets(t *testing.T, f *fixture, orderID string, delays []ti
 }
 
 // waitRunning waits until the dispatcher takes offers.
-func waitRunning(t *testing.T, w *Webhooks) {
+func waitRunning(t *testing.T, w *Dispatcher) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		w.mu.Lock()
@@ -180,7 +167,7 @@ func TestWebhookDeliveryActorCrashIsRestarted(t *testing.T) {
 	f := newFixture(t)
 	log := &attemptLog{count: map[string]int{}}
 	var crashed sync.Once
-	crashing := func(ctx context.Context, d webhook.Delivery) webhook.Attempt {
+	crashing := func(ctx context.Context, d Delivery) Attempt {
 		crashed.Do(func() { panic("receiver client blew up") })
 		return log.attempt(ctx, d)
 	}
@@ -208,7 +195,7 @@ func TestWebhooksDeliverOfferedWithoutScan(t *testing.T) {
 	var mu sync.Mutex
 	active, peak := 0, 0
 	delivered := map[string]bool{}
-	attempt := func(_ context.Context, d webhook.Delivery) webhook.Attempt {
+	attempt := func(_ context.Context, d Delivery) Attempt {
 		mu.Lock()
 		active++
 		peak = max(peak, active)
@@ -218,7 +205,7 @@ func TestWebhooksDeliverOfferedWithoutScan(t *testing.T) {
 		active--
 		delivered[string(d.Body)] = true
 		mu.Unlock()
-		return webhook.Attempt{Delivered: true, HTTPCode: 200}
+		return Attempt{Delivered: true, HTTPCode: 200}
 	}
 	w := startWebhooksPolling(t, f, attempt, []time.Duration{time.Hour}, time.Hour)
 	waitRunning(t, w)
@@ -271,7 +258,7 @@ func TestWebhooksSendAnOrdersNotificationsInOrder(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var started []string // order_id/status, in the order requests began
-	attempt := func(_ context.Context, d webhook.Delivery) webhook.Attempt {
+	attempt := func(_ context.Context, d Delivery) Attempt {
 		var body struct {
 			OrderID string `json:"order_id"`
 			Status  string `json:"status"`
@@ -285,7 +272,7 @@ func TestWebhooksSendAnOrdersNotificationsInOrder(t *testing.T) {
 		if body.OrderID == "o1" && body.Status == "authorized" {
 			<-release // the merchant's server is slow on this one
 		}
-		return webhook.Attempt{Delivered: true, HTTPCode: 200}
+		return Attempt{Delivered: true, HTTPCode: 200}
 	}
 	startWebhooks(t, f, attempt, []time.Duration{time.Second})
 	begun := func(want string) bool {
@@ -311,10 +298,7 @@ func TestWebhooksSendAnOrdersNotificationsInOrder(t *testing.T) {
 
 	createWithCallback(t, f, "o1")
 	waitFor("o1/authorized")
-	settle := &Operation{Kind: order.KindSettle, Merchant: "m1", OrderID: "o1", Amount: 100}
-	if r, err := f.reg.Request(Key{"m1", "o1"}, settle, 5*time.Second); err != nil || r.(*Reply).Reject != nil {
-		t.Fatalf("settle: %v %+v", err, r)
-	}
+	f.settle(t, "o1", 100)
 	// Another order is not held up by o1's slow request.
 	createWithCallback(t, f, "o2")
 	waitFor("o2/authorized")
@@ -329,11 +313,11 @@ func TestWebhooksSendAnOrdersNotificationsInOrder(t *testing.T) {
 // runWebhooks starts delivery with cfg (store, proposer, logger, clock and
 // keys filled in) and returns it with a stop that ends its leadership and
 // waits; stop may be called more than once, and is called at cleanup.
-func runWebhooks(t *testing.T, f *fixture, cfg WebhookConfig) (w *Webhooks, stop func()) {
+func runWebhooks(t *testing.T, f *fixture, cfg DispatcherConfig) (w *Dispatcher, stop func()) {
 	t.Helper()
-	cfg.Store, cfg.Proposer, cfg.Logger, cfg.Now = f.store, f.proposer, f.deps.Logger, time.Now
+	cfg.Store, cfg.Proposer, cfg.Logger, cfg.Now = f.store, f.proposer, f.logger, time.Now
 	cfg.Keys = func(string) (string, *signature.Key, bool) { return "whpk", testWebhookKey, true }
-	w = NewWebhooks(f.reg.system, cfg)
+	w = NewDispatcher(f.system, cfg)
 	return w, lead(t, w)
 }
 
@@ -346,7 +330,7 @@ func TestWebhookEndpointActorsRetireWhenIdle(t *testing.T) {
 	var mu sync.Mutex
 	attempts := map[string]int{}                       // url → attempts
 	active, peak := map[string]int{}, map[string]int{} // url → attempts under way
-	attempt := func(_ context.Context, d webhook.Delivery) webhook.Attempt {
+	attempt := func(_ context.Context, d Delivery) Attempt {
 		mu.Lock()
 		active[d.URL]++
 		peak[d.URL] = max(peak[d.URL], active[d.URL])
@@ -358,18 +342,18 @@ func TestWebhookEndpointActorsRetireWhenIdle(t *testing.T) {
 		active[d.URL]--
 		attempts[d.URL]++
 		mu.Unlock()
-		return webhook.Attempt{Delivered: true, HTTPCode: 200}
+		return Attempt{Delivered: true, HTTPCode: 200}
 	}
 	attemptsTo := func(host string) int {
 		mu.Lock()
 		defer mu.Unlock()
 		return attempts["http://"+host+".test/hook"]
 	}
-	cfg := WebhookConfig{Attempt: attempt, RetryDelays: []time.Duration{time.Hour}, PerEndpoint: 1, Poll: time.Hour}
+	cfg := DispatcherConfig{Attempt: attempt, RetryDelays: []time.Duration{time.Hour}, PerEndpoint: 1, Poll: time.Hour}
 	idle := cfg
 	idle.EndpointIdle = 10 * time.Millisecond
 	w, stop := runWebhooks(t, f, idle)
-	waitFor := func(w *Webhooks, what string, ok func() bool) {
+	waitFor := func(w *Dispatcher, what string, ok func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			if ok() {
@@ -378,7 +362,7 @@ func TestWebhookEndpointActorsRetireWhenIdle(t *testing.T) {
 		}
 		t.Fatalf("timed out waiting for %s (endpoint actors: %d)", what, w.endpoints.Load())
 	}
-	offer := func(w *Webhooks, id, host string) {
+	offer := func(w *Dispatcher, id, host string) {
 		createWithCallbackURL(t, f, id, "http://"+host+".test/hook")
 		w.Offer(waitNotifications(t, f, id))
 	}
@@ -440,13 +424,13 @@ func TestWebhookEndpointActorsRetireWhenIdle(t *testing.T) {
 func TestWebhooksSlowEndpointGetsEachNotificationOnce(t *testing.T) {
 	f := newFixture(t)
 	log := &attemptLog{count: map[string]int{}}
-	slow := func(ctx context.Context, d webhook.Delivery) webhook.Attempt {
+	slow := func(ctx context.Context, d Delivery) Attempt {
 		time.Sleep(20 * time.Millisecond)
 		return log.attempt(ctx, d)
 	}
 	// The fixture's FSM offers nothing: the scans every 2 ms hand the
 	// notifications out, and hand them out again once their leases end.
-	runWebhooks(t, f, WebhookConfig{Attempt: slow, RetryDelays: []time.Duration{time.Hour},
+	runWebhooks(t, f, DispatcherConfig{Attempt: slow, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 1, Poll: 2 * time.Millisecond, AttemptTimeout: 100 * time.Millisecond, LeaseSlack: time.Millisecond})
 	const orders = 20 // ~400 ms of sending behind one slot, four leases long
 	for i := range orders {
@@ -473,9 +457,9 @@ func TestWebhooksWorkThroughABacklog(t *testing.T) {
 		waitNotifications(t, f, fmt.Sprintf("backlog%d", i))
 	}
 	log := &attemptLog{count: map[string]int{}}
-	var running atomic.Pointer[Webhooks]
+	var running atomic.Pointer[Dispatcher]
 	var peak atomic.Int64
-	attempt := func(ctx context.Context, d webhook.Delivery) webhook.Attempt {
+	attempt := func(ctx context.Context, d Delivery) Attempt {
 		if w := running.Load(); w != nil {
 			w.mu.Lock()
 			held := int64(len(w.inflight))
@@ -485,7 +469,7 @@ func TestWebhooksWorkThroughABacklog(t *testing.T) {
 		}
 		return log.attempt(ctx, d)
 	}
-	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: attempt, RetryDelays: []time.Duration{time.Hour},
+	w, _ := runWebhooks(t, f, DispatcherConfig{Attempt: attempt, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 4, Poll: time.Hour, ScanPage: page})
 	running.Store(w)
 	expectEachAttemptedOnce(t, f, log, orders)

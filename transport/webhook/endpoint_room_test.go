@@ -1,4 +1,4 @@
-package actors
+package webhook
 
 import (
 	"cmp"
@@ -13,36 +13,35 @@ import (
 
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/transport/signature"
-	"github.com/paygate/gateway/transport/webhook"
 )
 
-// hangingReceiver answers every endpoint at once except hang.test, which
+// hangingEndpoint answers every endpoint at once except hang.test, which
 // holds each request until released, past the attempt's deadline: the
 // attempts, and the notifications queued behind them, outlast their leases.
 // It records the order ids of the requests in the order they began.
-type hangingReceiver struct {
+type hangingEndpoint struct {
 	release chan struct{}
 	once    sync.Once
 	mu      sync.Mutex
 	started map[string][]string // endpoint host → order ids
 }
 
-func newHangingReceiver(t *testing.T) *hangingReceiver {
-	r := &hangingReceiver{release: make(chan struct{}), started: map[string][]string{}}
+func newHangingEndpoint(t *testing.T) *hangingEndpoint {
+	r := &hangingEndpoint{release: make(chan struct{}), started: map[string][]string{}}
 	t.Cleanup(r.answer)
 	return r
 }
 
 // answer ends the hang: hang.test answers from now on.
-func (r *hangingReceiver) answer() { r.once.Do(func() { close(r.release) }) }
+func (r *hangingEndpoint) answer() { r.once.Do(func() { close(r.release) }) }
 
-func (r *hangingReceiver) attempt(_ context.Context, d webhook.Delivery) webhook.Attempt {
+func (r *hangingEndpoint) attempt(_ context.Context, d Delivery) Attempt {
 	host := strings.Split(strings.TrimPrefix(d.URL, "http://"), "/")[0]
 	var body struct {
 		OrderID string `json:"order_id"`
 	}
 	if err := json.Unmarshal(d.Body, &body); err != nil {
-		return webhook.Attempt{Error: err.Error()}
+		return Attempt{Error: err.Error()}
 	}
 	r.mu.Lock()
 	r.started[host] = append(r.started[host], body.OrderID)
@@ -50,10 +49,10 @@ func (r *hangingReceiver) attempt(_ context.Context, d webhook.Delivery) webhook
 	if host == "hang.test" {
 		<-r.release
 	}
-	return webhook.Attempt{Delivered: true, HTTPCode: 200}
+	return Attempt{Delivered: true, HTTPCode: 200}
 }
 
-func (r *hangingReceiver) startedAt(host string) []string {
+func (r *hangingEndpoint) startedAt(host string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.started[host]...)
@@ -71,7 +70,7 @@ func waitUntil(t *testing.T, cond func() bool, what func() string) {
 
 // waitFullAndSending waits until endpoint hang.test holds room
 // notifications and its first request has reached the receiver.
-func waitFullAndSending(t *testing.T, w *Webhooks, rx *hangingReceiver, room int) {
+func waitFullAndSending(t *testing.T, w *Dispatcher, rx *hangingEndpoint, room int) {
 	t.Helper()
 	waitUntil(t, func() bool { return queuedAt(w, "http://hang.test") == room && len(rx.startedAt("hang.test")) == 1 },
 		func() string {
@@ -82,7 +81,7 @@ func waitFullAndSending(t *testing.T, w *Webhooks, rx *hangingReceiver, room int
 // waitNoneCounted waits until the dispatcher counts nothing at hang.test:
 // the last hand-out ends when its delivery actor has ended, after its
 // result was committed.
-func waitNoneCounted(t *testing.T, w *Webhooks) {
+func waitNoneCounted(t *testing.T, w *Dispatcher) {
 	t.Helper()
 	waitUntil(t, func() bool { return queuedAt(w, "http://hang.test") == 0 },
 		func() string {
@@ -103,7 +102,7 @@ func createOrders(t *testing.T, f *fixture, prefix string, n int, callbackURL st
 }
 
 // queuedAt is what the dispatcher counts as held by endpoint ep.
-func queuedAt(w *Webhooks, ep string) int {
+func queuedAt(w *Dispatcher, ep string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.queued[ep]
@@ -188,9 +187,9 @@ func TestWebhooksHangingEndpointHoldsUpOnlyItsOwn(t *testing.T) {
 	const backlog, room = 120, 8
 	createOrders(t, f, "hang", backlog, "http://hang.test/hook")
 	createOrders(t, f, "ok", 5, "http://ok.test/hook")
-	rx := newHangingReceiver(t)
+	rx := newHangingEndpoint(t)
 	// Scans every 100 ms hand out a page of 5: 50 in an attempt's lease.
-	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
+	w, _ := runWebhooks(t, f, DispatcherConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 1, EndpointQueue: room, ScanPage: 5, Poll: 100 * time.Millisecond,
 		AttemptTimeout: time.Second, LeaseSlack: 10 * time.Millisecond})
 	peak := watchPeak(t, func() int { return queuedAt(w, "http://hang.test") })
@@ -222,9 +221,9 @@ func TestWebhooksHangingEndpointHoldsUpOnlyItsOwn(t *testing.T) {
 // once, never more than EndpointQueue held at a time.
 func TestWebhooksOfferedWaitBehindAFullEndpoint(t *testing.T) {
 	f := newFixture(t)
-	rx := newHangingReceiver(t)
+	rx := newHangingEndpoint(t)
 	const orders, room = 30, 4
-	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
+	w, _ := runWebhooks(t, f, DispatcherConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 1, EndpointQueue: room, Poll: time.Hour, AttemptTimeout: 10 * time.Second})
 	peak := watchPeak(t, func() int { return queuedAt(w, "http://hang.test") })
 	time.Sleep(20 * time.Millisecond) // past the start-up scan
@@ -246,7 +245,7 @@ func TestWebhooksOfferedWaitBehindAFullEndpoint(t *testing.T) {
 }
 
 // lead runs w's delivery (one leadership) until the returned stop.
-func lead(t *testing.T, w *Webhooks) (stop func()) {
+func lead(t *testing.T, w *Dispatcher) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -268,13 +267,13 @@ func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 	f := newFixture(t)
 	const orders, room = 12, 4
 	createOrders(t, f, "lead", orders, "http://hang.test/hook")
-	rx := newHangingReceiver(t)
-	cfg := WebhookConfig{Store: f.store, Proposer: f.proposer, Logger: f.deps.Logger, Now: time.Now,
+	rx := newHangingEndpoint(t)
+	cfg := DispatcherConfig{Store: f.store, Proposer: f.proposer, Logger: f.logger, Now: time.Now,
 		Keys:    func(string) (string, *signature.Key, bool) { return "whpk", testWebhookKey, true },
 		Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 1, EndpointQueue: room, Poll: 20 * time.Millisecond,
 		AttemptTimeout: 100 * time.Millisecond, LeaseSlack: 10 * time.Millisecond}
-	w := NewWebhooks(f.reg.system, cfg)
+	w := NewDispatcher(f.system, cfg)
 	stop := lead(t, w)
 	waitFullAndSending(t, w, rx, room)
 	first := rx.startedAt("hang.test")
@@ -315,8 +314,8 @@ func TestWebhooksEndpointActorCrashKeepsItsQueue(t *testing.T) {
 	f := newFixture(t)
 	const orders, room = 6, 4
 	createOrders(t, f, "crash", orders, "http://hang.test/hook")
-	rx := newHangingReceiver(t)
-	w, _ := runWebhooks(t, f, WebhookConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
+	rx := newHangingEndpoint(t)
+	w, _ := runWebhooks(t, f, DispatcherConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 1, EndpointQueue: room, Poll: 20 * time.Millisecond, AttemptTimeout: 10 * time.Second})
 	waitFullAndSending(t, w, rx, room)
 	// A message the endpoint actor cannot handle: it panics, and its
