@@ -35,7 +35,10 @@ func entrySamples() map[string]persistence.Cmd {
 		}},
 		"Merchant": {Merchant: &persistence.Merchant{ID: "m1", Name: "Shop", APIPublicKey: "pk",
 			APISecretSealed: []byte("sealed"), WebhookPublicKey: "wpk", WebhookSecretSealed: []byte("wsealed"),
-			RateLimitRPS: 50, CreatedAt: 7}}, // JSON: nil []byte would come back empty
+			RateLimitRPS: 50, CreatedAt: 7, PreviousAPIPublicKey: "pk0", PreviousAPISecretSealed: []byte("s0"),
+			PreviousAPIUntil: 8}}, // JSON: nil []byte would come back empty
+		"MerchantKeys": {MerchantKeys: &persistence.MerchantKeys{MerchantID: "m1", Pair: "api", Replaces: "pk",
+			PublicKey: "pk2", SecretSealed: []byte("sealed2"), PreviousUntil: 9}},
 		"Notify": {Notify: &persistence.NotifyUpdate{ID: "ntf_1", Time: 3,
 			Attempt: &persistence.AttemptRecord{At: 3, HTTPCode: 500, DurationNs: 10}, NextDueAt: 4}},
 		"Member": {Member: &persistence.Member{NodeID: "n1", RaftAddr: "127.0.0.1:7001", HTTPAddr: "127.0.0.1:8081"}},

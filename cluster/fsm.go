@@ -124,6 +124,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			if cmds[j].Merchant != nil {
 				merchants = append(merchants, cmds[j].Merchant)
 			}
+			if m := results[j].Merchant; m != nil {
+				merchants = append(merchants, m) // a key rotation
+			}
 		}
 		out[i] = results
 	}

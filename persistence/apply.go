@@ -29,6 +29,8 @@ type Cmd struct {
 	IdemPrune   *IdemPrune   `json:"ip,omitempty"`
 	// Member records a cluster member (members.go).
 	Member *Member `json:"mb,omitempty"`
+	// MerchantKeys rotates a merchant's key pair (merchant_keys.go).
+	MerchantKeys *MerchantKeys `json:"mk,omitempty"`
 }
 
 // Result is what applying a Cmd did; the proposer gets it back.
@@ -45,7 +47,9 @@ type Result struct {
 	// Pruned is how many notifications or idempotency records a prune
 	// removed.
 	Pruned int
-	Err    error
+	// Merchant is the merchant record a key rotation wrote.
+	Merchant *Merchant
+	Err      error
 }
 
 // Batch is one Pebble batch: the effects of one Raft batch, applied by the
@@ -266,6 +270,8 @@ func (b *Batch) Apply(c *Cmd) Result {
 		return b.applyNotifyPrune(c.NotifyPrune)
 	case c.IdemPrune != nil:
 		return b.applyIdemPrune(c.IdemPrune)
+	case c.MerchantKeys != nil:
+		return b.applyMerchantKeys(c.MerchantKeys)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }

@@ -433,6 +433,12 @@ type Merchant struct {
 	WebhookSecretSealed []byte `json:"webhook_secret_sealed"`
 	RateLimitRPS        int    `json:"rate_limit_rps"`
 	CreatedAt           int64  `json:"created_at"`
+	// The API pair a rotation replaced: it still signs requests until
+	// PreviousAPIUntil (Unix ns, decided by the leader and written into
+	// the log), and is refused after (merchant_keys.go).
+	PreviousAPIPublicKey    string `json:"previous_api_public_key,omitempty"`
+	PreviousAPISecretSealed []byte `json:"previous_api_secret_sealed,omitempty"`
+	PreviousAPIUntil        int64  `json:"previous_api_until,omitempty"`
 }
 
 // Merchants lists every merchant.

@@ -42,6 +42,10 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
 		s.createMerchant(ctx)
 		return
 	}
+	if rest, ok := strings.CutPrefix(route, "merchants/"); ok {
+		s.serveMerchantAdmin(ctx, rest) // admin_rotate.go
+		return
+	}
 	// Routes with a path parameter register by their first segment.
 	first := route
 	if i := strings.IndexByte(route, '/'); i >= 0 {

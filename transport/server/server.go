@@ -447,6 +447,9 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx) (*Merchant, *apierr.Erro
 	if !m.apiKey.Verify(ctx.PostBody(), sig) {
 		return nil, apierr.New(apierr.Auth, "signature", "signature does not match the request")
 	}
+	if !m.apiKeyValid(s.cfg.Now()) {
+		return nil, apierr.New(apierr.Auth, "merchant", "this API key was replaced by a key rotation and its overlap has ended")
+	}
 	return m, nil
 }
 
