@@ -22,13 +22,11 @@ import (
 	"github.com/paygate/gateway/transport/acquirer"
 )
 
-// The sandbox is an adapter the actors can call.
-var _ Acquirer = (*acquirer.Sandbox)(nil)
 
 type fixture struct {
 	store    *persistence.Store
 	proposer *persistencetest.Log
-	acq      *acquirer.Sandbox
+	acq      *testAcquirer
 	reg      *Registry
 	deps     *Deps
 	stop     func() // stops the actors and closes the store; once
@@ -58,7 +56,7 @@ func newFixtureIn(t *testing.T, dir string, v *vault.Vault, now func() time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{store: store, proposer: persistencetest.NewLog(store), acq: acquirer.NewSandbox(0)}
+	f := &fixture{store: store, proposer: persistencetest.NewLog(store), acq: newTestAcquirer(t, 0)}
 	f.deps = &Deps{
 		Proposer: f.proposer, Store: store, Acquirer: f.acq, Vault: v, Logger: logger,
 		Now: now, NewID: func() string { return fmt.Sprintf("id-%06d", fixtureIDs.Add(1)) },
@@ -301,7 +299,7 @@ func TestConcurrentIdenticalCreatesChargeOnce(t *testing.T) {
 // nothing left to do it retires at once, without a timer.
 func TestActorStaysForItsAnswerThenRetires(t *testing.T) {
 	f := newFixture(t)
-	f.deps.Acquirer = acquirer.NewSandbox(200 * time.Millisecond)
+	f.deps.Acquirer = newTestAcquirer(t, 200*time.Millisecond)
 	if r := f.create(t, "m1", "slow", "h", 24); r.Order.Status != order.StatusProcessing {
 		t.Fatalf("create: %+v", r)
 	}

@@ -80,7 +80,7 @@ var layerRules = []layerRule{
 	{"Raft log append", []string{gw + "cluster.timedLogStore", "github.com/hashicorp/raft-wal"}},
 	{"Raft", []string{"github.com/hashicorp/raft.", gw + "cluster."}},
 	{"webhook delivery", []string{gw + "transport/webhook."}}, // dispatcher, its actors and the client
-	{"acquirer", []string{gw + "transport/acquirer."}},
+	{"acquirer", []string{gw + "transport/acquirer"}},         // the link, the codec and an in-process host
 	{"card vault", []string{gw + "persistence/vault."}},
 	{"order actors", []string{gw + "actors.", "github.com/asynkron/protoactor-go"}},
 	{"store reads", []string{gw + "persistence.", pebble}},

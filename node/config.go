@@ -32,7 +32,9 @@ type Config struct {
 	WebhookRetryDelays    []time.Duration
 	WebhookRetention      time.Duration // delivered notifications (failed ones stay); 0 = for ever
 	SettleDelayUnit       time.Duration
-	AcquirerLatency       time.Duration
+	AcquirerLatency       time.Duration // the in-process sandbox host's answer delay
+	AcquirerAddr          string        // the acquirer host's ISO 8583 address; "" = the sandbox host in-process
+	AcquirerTimeout       time.Duration // bounds one acquirer answer
 
 	// Wallet flags (contract section 10).
 	WalletAMerchantID        string
@@ -58,6 +60,9 @@ type Config struct {
 	SnapshotRateMiB   int64         // MiB/s a snapshot is written at; 0 = unbounded
 	WALSegmentBytes   int           // raft-wal segment size; 0 = 64 MiB
 }
+
+// DefaultAcquirerTimeout bounds one acquirer answer (contract section 12).
+const DefaultAcquirerTimeout = 10 * time.Second
 
 // DevAdminToken is the admin token --dev sets when none is given.
 const DevAdminToken = "dev-admin-token"
@@ -85,6 +90,7 @@ func Defaults() Config {
 		// (docs/webhooks.md, "How long they are kept").
 		WebhookRetention: 30 * 24 * time.Hour,
 		SettleDelayUnit:  time.Hour,
+		AcquirerTimeout:  DefaultAcquirerTimeout,
 		TokenTTL:         365 * 24 * time.Hour,
 		// A snapshot at full disk speed stalls the raft log's fsyncs and
 		// Pebble's flushes; at 32 MiB/s a million orders (1.4 GB) take 45 s
@@ -147,6 +153,9 @@ func (c *Config) Validate() error {
 	if err := c.checkBackups(); err != nil {
 		return err
 	}
+	if err := c.checkAcquirer(); err != nil {
+		return err
+	}
 	if err := c.checkAdvertisedHTTP(); err != nil {
 		return err
 	}
@@ -203,6 +212,26 @@ func (c *Config) checkBackups() error {
 	}
 	if c.BackupKeep < 1 {
 		return errors.New("--backup-keep must be at least 1")
+	}
+	return nil
+}
+
+// checkAcquirer checks the acquirer link's flags (contract section 12).
+func (c *Config) checkAcquirer() error {
+	if c.AcquirerTimeout < 0 {
+		return errors.New("--acquirer-timeout must be positive: it bounds one acquirer answer")
+	}
+	if c.AcquirerTimeout == 0 {
+		c.AcquirerTimeout = DefaultAcquirerTimeout
+	}
+	if c.AcquirerAddr == "" {
+		return nil
+	}
+	if c.AcquirerLatency != 0 {
+		return errors.New("--acquirer-latency delays the in-process sandbox host only; with --acquirer-addr, set the host's latency (acquirerd: POST /faults)")
+	}
+	if _, port, err := net.SplitHostPort(c.AcquirerAddr); err != nil || port == "" {
+		return fmt.Errorf("--acquirer-addr %q: want host:port of the acquirer host's ISO 8583 listener", c.AcquirerAddr)
 	}
 	return nil
 }

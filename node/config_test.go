@@ -58,6 +58,11 @@ func TestValidateRefusesNegativeAndMalformedValues(t *testing.T) {
 		{"snapshot interval", "--raft-snapshot-interval", func(c *Config) { c.SnapshotInterval = -time.Second }},
 		{"snapshot rate", "--raft-snapshot-rate-mib", func(c *Config) { c.SnapshotRateMiB = -3 }},
 		{"segment", "--raft-wal-segment-bytes", func(c *Config) { c.WALSegmentBytes = -1 }},
+		{"acquirer timeout", "--acquirer-timeout", func(c *Config) { c.AcquirerTimeout = -time.Second }},
+		{"acquirer addr", "--acquirer-addr", func(c *Config) { c.AcquirerAddr = "acquirer.example" }},
+		{"latency of a remote host", "--acquirer-latency", func(c *Config) {
+			c.AcquirerAddr, c.AcquirerLatency = "127.0.0.1:8583", time.Second
+		}},
 		{"form url without scheme", "--form-url", func(c *Config) { c.FormURL = "not a url" }},
 		{"form url of another scheme", "--form-url", func(c *Config) { c.FormURL = "ftp://pay.example.com" }},
 		{"form url with a query", "--form-url", func(c *Config) { c.FormURL = "https://pay.example.com/?a=1" }},

@@ -21,7 +21,8 @@ import (
 	"github.com/paygate/gateway/cluster"
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/vault"
-	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/acquirer/host"
+	"github.com/paygate/gateway/transport/acquirer/link"
 	"github.com/paygate/gateway/transport/server"
 	"github.com/paygate/gateway/transport/signature"
 	"github.com/paygate/gateway/transport/webhook"
@@ -39,8 +40,11 @@ type Node struct {
 	vault     *vault.Vault
 	server    *server.Server
 	listener  net.Listener
-	acquirer  *acquirer.Sandbox
-	webhooks  *webhook.Dispatcher
+	// acquirerLink is the connection to the acquirer host; acquirerHost
+	// the sandbox host run in-process without --acquirer-addr (nil with it).
+	acquirerLink *link.Client
+	acquirerHost *host.Host
+	webhooks     *webhook.Dispatcher
 	// hookClient delivers notifications; its idle connections to
 	// merchants' servers are closed on shutdown.
 	hookClient *webhook.Client
@@ -113,9 +117,12 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("component", "actors")
 	}))
-	n.acquirer = acquirer.NewSandbox(cfg.AcquirerLatency)
+	acq, err := n.startAcquirer(cfg, logger) // acquirer.go
+	if err != nil {
+		return nil, err
+	}
 	deps := &actors.Deps{
-		Proposer: n.raft, Store: n.store, Acquirer: n.acquirer, Vault: n.vault, Logger: logger,
+		Proposer: n.raft, Store: n.store, Acquirer: acq, Vault: n.vault, Logger: logger,
 		Now: time.Now, NewID: newID, SettleUnit: cfg.SettleDelayUnit, TokenTTL: cfg.TokenTTL,
 		ProposeTimeout: 10 * time.Second, AuthAttempts: 5,
 		ThreeDS: n.threeDS(), // forms.go
@@ -400,6 +407,7 @@ func (n *Node) closeAll() {
 	if n.system != nil {
 		n.system.Shutdown()
 	}
+	n.closeAcquirer()
 	if n.hookClient != nil {
 		n.hookClient.CloseIdleConnections()
 	}

@@ -29,47 +29,54 @@ import (
 // AdminToken is the admin token test nodes run with.
 const AdminToken = "test-admin-token"
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// binary is a command built once per test process.
+type binary struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-// Binary builds gatewayd once per test process and returns its path.
-func Binary(t testing.TB) string {
+var gatewaydBinary, acquirerdBinary binary
+
+// build builds the module's ./cmd/<name> once and returns its path.
+func (b *binary) build(t testing.TB, name string) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gatewayd-bin-")
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", name+"-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "gatewayd")
+		b.path = filepath.Join(dir, name)
 		root, err := moduleRoot()
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/gatewayd")
+		cmd := exec.Command("go", "build", "-o", b.path, "./cmd/"+name)
 		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("build gatewayd: %v\n%s", err, out)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("build %s: %v\n%s", name, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.path
 }
+
+// Binary builds gatewayd once per test process and returns its path.
+func Binary(t testing.TB) string { return gatewaydBinary.build(t, "gatewayd") }
 
 // Run runs the package's tests, then removes the binary Binary built (42 MB
 // per test process otherwise left in the temporary folder). Call it from
 // TestMain: os.Exit(nodetest.Run(m)).
 func Run(m *testing.M) int {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
+	for _, b := range []*binary{&gatewaydBinary, &acquirerdBinary} {
+		if b.path != "" {
+			os.RemoveAll(filepath.Dir(b.path))
+		}
 	}
 	return code
 }

@@ -1,18 +1,24 @@
-// Package acquirer connects the gateway to the card acquirer (contract
-// section 7): an outbound edge. The order actors call it through the
-// interface they declare (actors.Acquirer); Sandbox is its first
-// implementation, deciding each outcome by the card number, with a
-// configurable answer latency. This package defines the vocabulary of that
-// call (AuthRequest, AuthResult, decline codes) and reads card rules from
-// the domain (order/card), never from the API's validator.
+// Package acquirer is what the gateway knows of card acquirers (contract
+// sections 7 and 12), an outbound edge: the vocabulary of the call the
+// order actors make through the interface they declare (actors.Acquirer:
+// AuthRequest, AuthResult, decline codes), the one table from ISO 8583
+// response codes to the contract's decline codes, the test cards, and the
+// sandbox BIN and 3-D Secure directory tables. Card rules come from the
+// domain (order/card), never from the API's validator.
+//
+// The acquirer itself is a separate service spoken to over ISO 8583:
+// iso8583 is the codec, host the sandbox acquirer host (cmd/acquirerd, also
+// run in-process by a node without --acquirer-addr), and link the node's
+// connection to a host, whose Acquirer the actors call. docs/acquirer.md
+// describes the protocol.
 //
 // Authorize is idempotent on AuthRequest.Reference (the gateway's transaction
-// id): a reference is bound to the result of its first authorisation, and any
-// later call with it returns that result without authorising again. A new
-// attempt (e.g. after 3-D Secure) therefore needs a new reference.
+// id): the link sends every attempt for a reference with the same RRN
+// (RRN(reference)), and the host answers a repeat with its first answer
+// without authorising again. A new attempt (e.g. after 3-D Secure) therefore
+// needs a new reference.
 //
-// Card data in requests is never logged or kept by this package; the sandbox
-// remembers only the result per reference.
+// Card data in requests is never logged or kept by this package.
 package acquirer
 
 import (
@@ -90,6 +96,12 @@ type AuthRequest struct {
 	Currency   string
 	Descriptor string
 	MerchantID string
+	// MID is the order's processing_mid: the card acceptor id (field 42)
+	// when it fits (CardAcceptorID).
+	MID string
+	// Sale asks for authorisation and capture in one message (0200): an
+	// order with settle.delay_hours 0.
+	Sale bool
 
 	// ThreeDS carries 3-D Secure or external MPI data; zero value = none.
 	ThreeDS ThreeDSData
@@ -175,7 +187,13 @@ const (
 )
 
 // The order actors call an acquirer through their own small interface
-// (actors.Acquirer: Authorize, Enrollment, CardInfo); Sandbox implements it.
+// (actors.Acquirer: Authorize, Enrollment, CardInfo); link.Acquirer
+// implements it. Authorize asks for an authorisation (or a sale,
+// AuthRequest.Sale); a declined payment is a result, not an error; an error
+// is a transport failure (or ctx ended) and is retryable with the same
+// Reference (ErrNoReference and ErrInvalidRequest, caller bugs, are the
+// exceptions). Enrollment is a directory lookup, not an acquirer message
+// (SandboxDirectory).
 
 // Luhn reports whether pan is all digits, 12 to 19 long, and passes the Luhn
 // check (the length bound is the acquirer's; the checksum is the domain's,

@@ -1,0 +1,275 @@
+package host
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/acquirer/iso8583"
+)
+
+// Processing code (field 3) transaction types: the first two digits.
+const (
+	procPurchase = "00"
+	procRefund   = "20"
+)
+
+// required lists the fields a request of each class must carry; one
+// missing is answered 30, format error, and recorded nowhere.
+var required = map[string][]int{
+	"01": {2, 3, 4, 7, 11, 37, 41, 42, 49},  // authorisation
+	"02": {2, 3, 4, 7, 11, 37, 41, 42, 49},  // sale, refund
+	"22": {3, 4, 7, 11, 37, 41, 42, 49, 90}, // completion advice (capture)
+	"04": {3, 4, 7, 11, 37, 41, 42, 49, 90}, // reversal
+	"08": {7, 11, 70},                       // network management
+}
+
+// handle decides one request and returns its answer (nil: none is due).
+func (h *Host) handle(req *iso8583.Message) *iso8583.Message {
+	class := ""
+	switch req.MTI {
+	case "0100":
+		class = "01"
+	case "0200":
+		class = "02"
+	case "0220", "0221":
+		class = "22"
+	case "0400", "0401":
+		class = "04"
+	case "0800":
+		class = "08"
+	default:
+		h.cfg.Logger.Warn("acquirer host: message type not served", "mti", req.MTI)
+		return nil
+	}
+	resp := answerTo(req)
+	for _, f := range required[class] {
+		if !req.Has(f) {
+			return resp.Set(iso8583.FieldResponseCode, acquirer.RespFormatError)
+		}
+	}
+	if class == "08" {
+		return resp.Set(iso8583.FieldNetworkManagement, req.Value(iso8583.FieldNetworkManagement)).
+			Set(iso8583.FieldResponseCode, acquirer.RespApproved)
+	}
+	kind := KindAuth
+	switch {
+	case class == "02" && req.Value(iso8583.FieldProcessingCode)[:2] == procRefund:
+		kind = KindRefund
+	case class == "02":
+		kind = KindSale
+	case class == "22":
+		kind = KindCapture
+	case class == "04":
+		kind = KindReversal
+	}
+	rec, err := h.decideOnce(kind, req)
+	if err != nil {
+		// Not recorded, so not decided: answer nothing, and the repeat
+		// decides.
+		h.cfg.Logger.Error("acquirer host: ledger write failed; no answer", "mti", req.MTI, "error", err)
+		return nil
+	}
+	resp.Set(iso8583.FieldResponseCode, rec.Response)
+	if rec.AuthCode != "" {
+		resp.Set(iso8583.FieldAuthCode, rec.AuthCode)
+	}
+	var f48 []byte
+	for _, t := range [][2]string{{iso8583.TagARN, rec.ARN}, {iso8583.TagAVSResult, rec.AVS}, {iso8583.TagCVVResult, rec.CVV}} {
+		if t[1] != "" {
+			f48, _ = iso8583.AppendTLV(f48, t[0], t[1])
+		}
+	}
+	if len(f48) > 0 {
+		resp.Set(iso8583.FieldAdditionalData, string(f48))
+	}
+	return resp
+}
+
+// answerTo starts the answer: the response MTI (third digit + 1, a repeat's
+// last digit dropped: 0221 → 0230) and the fields it echoes.
+func answerTo(req *iso8583.Message) *iso8583.Message {
+	mti := []byte(req.MTI)
+	mti[2]++
+	mti[3] = '0'
+	resp := iso8583.New(string(mti))
+	for _, f := range []int{3, 4, 7, 11, 12, 13, 37, 41, 42, 49} {
+		if v, ok := req.Get(f); ok {
+			resp.Set(f, v)
+		}
+	}
+	return resp
+}
+
+// decideOnce returns the record of req's first decision: made now and
+// written to the ledger if there is none, else the one made before (a
+// repeat, concurrent or after a restart).
+func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
+	k := key(kind, req.Value(iso8583.FieldCardAcceptorID), req.Value(iso8583.FieldRRN))
+	for {
+		h.mu.Lock()
+		if r, ok := h.index[k]; ok {
+			h.mu.Unlock()
+			return r, nil
+		}
+		wait, busy := h.inflight[k]
+		if !busy {
+			h.inflight[k] = make(chan struct{})
+		}
+		h.mu.Unlock()
+		if !busy {
+			break
+		}
+		<-wait // the first one is being decided; then read its record
+	}
+	defer func() {
+		h.mu.Lock()
+		close(h.inflight[k])
+		delete(h.inflight, k)
+		h.mu.Unlock()
+	}()
+	now := h.cfg.Now().UTC()
+	amount, _ := strconv.ParseInt(req.Value(iso8583.FieldAmount), 10, 64)
+	r := &Record{
+		Time: now.UnixNano(), Date: now.Format(time.DateOnly), Kind: kind, MTI: req.MTI,
+		MID: req.Value(iso8583.FieldCardAcceptorID), RRN: req.Value(iso8583.FieldRRN),
+		STAN: req.Value(iso8583.FieldSTAN), Sent: req.Value(iso8583.FieldTransmissionTime),
+		Amount: amount, Currency: req.Value(iso8583.FieldCurrency),
+	}
+	if kind == KindCapture || kind == KindReversal {
+		h.adviceMu.Lock()
+		defer h.adviceMu.Unlock()
+	}
+	h.decide(r, req, now)
+	if err := h.ledger.Append(r); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.remember(r)
+	if kind == KindAuth || kind == KindSale {
+		h.total++
+	}
+	h.mu.Unlock()
+	return r, nil
+}
+
+// decide fills r's answer. For a capture or reversal the caller holds
+// h.adviceMu, so its original does not change until it is remembered.
+func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
+	switch r.Kind {
+	case KindAuth, KindSale:
+		decideCard(r, req, now)
+	case KindRefund:
+		r.Response = acquirer.RespApproved
+		r.ARN = acquirer.ARN(r.MID + r.RRN)
+	case KindCapture, KindReversal:
+		h.mu.Lock()
+		o, orig := h.findOriginal(r.MID, req.Value(iso8583.FieldOriginalDataElement))
+		var snapshot original
+		if o != nil {
+			snapshot = *o
+			o = &snapshot
+		}
+		h.mu.Unlock()
+		if o != nil {
+			r.Original = orig
+		}
+		switch {
+		case r.Kind == KindReversal:
+			// A reversal is always acknowledged, found or not: the
+			// gateway repeats it until it has an answer, and an
+			// authorisation that never arrived needs no undoing.
+			r.Response = acquirer.RespApproved
+		case o == nil || o.kind != KindAuth || o.reversed || r.Amount <= 0 || o.captured+r.Amount > o.amount:
+			r.Response = acquirer.RespInvalidTransaction
+		default:
+			r.Response = acquirer.RespApproved
+			r.ARN = acquirer.ARN(r.MID + r.RRN)
+		}
+	}
+}
+
+// findOriginal looks up field 90's original (MTI 4, STAN 6, transmission
+// time 10, then institution ids) among the approved authorisations and
+// sales.
+func (h *Host) findOriginal(mid, f90 string) (*original, string) {
+	if len(f90) < 20 {
+		return nil, ""
+	}
+	o := h.byOrig[origKey(mid, f90[4:10], f90[10:20])]
+	if o == nil {
+		return nil, ""
+	}
+	return o, o.key
+}
+
+// decideCard decides an authorisation or sale by the test cards (contract
+// section 7): a pure function of the card number, expiry against now, the
+// CVV's presence and the 3-D Secure and wallet data.
+func decideCard(r *Record, req *iso8583.Message, now time.Time) {
+	pan := req.Value(iso8583.FieldPAN)
+	f48 := req.Value(iso8583.FieldAdditionalData)
+	_, hasCVV := iso8583.LookupTLV(f48, iso8583.TagCVV2)
+	threeDS, _ := iso8583.LookupTLV(f48, iso8583.TagThreeDSResult)
+	_, hasCryptogram := iso8583.LookupTLV(f48, iso8583.TagWalletCryptogram)
+
+	r.AVS, r.CVV = acquirer.AVSMatch, acquirer.CVVMatch
+	if !hasCVV {
+		r.CVV = acquirer.CVVNotProcessed
+	}
+	code := acquirer.RespApproved
+	switch pan {
+	case acquirer.CardDoNotHonour:
+		code = acquirer.RespDoNotHonour
+	case acquirer.CardInsufficientFunds:
+		code = acquirer.RespInsufficientFunds
+	case acquirer.CardExpired:
+		code = acquirer.RespExpiredCard
+	case acquirer.CardInvalidCVV:
+		code, r.CVV = acquirer.RespCVVFailed, acquirer.CVVNoMatch
+	case acquirer.CardUnreachable:
+		code, r.AVS, r.CVV = acquirer.RespIssuerUnavailable, acquirer.AVSUnavailable, acquirer.CVVNotProcessed
+	case acquirer.CardRiskBlocked:
+		code = acquirer.RespSuspectedFraud
+	case acquirer.Card3DSEnrolled:
+		// The issuer demands authentication: 3-D Secure, or a wallet
+		// cryptogram, which the device's authentication stands for.
+		if threeDS != "Y" && !hasCryptogram {
+			code = acquirer.RespAuthenticationNeeded
+		}
+	case acquirer.Card3DSNotEnrolled:
+		// The issuer cannot authenticate: only the non-secure payment the
+		// merchant asked for goes through.
+		if threeDS != "N" {
+			code = acquirer.RespAuthenticationNeeded
+		}
+	}
+	switch {
+	case code != acquirer.RespApproved:
+	case !acquirer.Luhn(pan):
+		code = acquirer.RespDoNotHonour
+	case expired(req.Value(iso8583.FieldExpiry), now):
+		code = acquirer.RespExpiredCard
+	}
+	r.Response = code
+	if code == acquirer.RespApproved {
+		r.AuthCode = acquirer.AuthCode(r.MID + r.RRN)
+		r.ARN = acquirer.ARN(r.MID + r.RRN)
+	}
+}
+
+// expired reports whether a card expiring in yymm (field 14) can no longer
+// be used at now: a card is good to the end of its month. A missing or
+// impossible expiry is expired.
+func expired(yymm string, now time.Time) bool {
+	if len(yymm) != 4 {
+		return true
+	}
+	y, yerr := strconv.Atoi(yymm[:2])
+	m, merr := strconv.Atoi(yymm[2:])
+	if yerr != nil || merr != nil || m < 1 || m > 12 {
+		return true
+	}
+	y += now.Year() / 100 * 100
+	return y < now.Year() || y == now.Year() && time.Month(m) < now.Month()
+}

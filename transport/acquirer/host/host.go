@@ -1,0 +1,318 @@
+// Package host is the sandbox acquirer host (contract sections 7 and 12):
+// an ISO 8583 server that decides authorisations and sales by the test
+// cards, keeps a durable ledger of what it authorised, captured, reversed
+// and refunded, answers a repeated message with its first answer, and
+// serves the daily settlement report and runtime faults over HTTP.
+//
+// It runs as its own process (cmd/acquirerd) for operators and load
+// testers, and in-process on a loopback port inside a node started without
+// --acquirer-addr. It is the sandbox, not a test double: the gateway speaks
+// to it exactly as to a real acquirer host (docs/acquirer.md).
+//
+// Repeats: a message is identified by its kind (authorisation, financial,
+// advice, reversal), its card acceptor id (field 42) and its RRN (field
+// 37). The first one is decided, written to the ledger and fsynced before
+// its answer leaves; every later one, concurrent or after a restart, gets
+// the same answer (with its own STAN and transmission time echoed) and
+// moves nothing. The repeat index holds the last repeatWindowMax messages
+// (loaded from the last two days' ledger files at start); the ledger files
+// themselves keep everything.
+//
+// Card data: the card number and CVV are read to decide and then dropped;
+// the ledger and the logs never hold them.
+package host
+
+import (
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/paygate/gateway/transport/acquirer/iso8583"
+)
+
+// Config configures a host.
+type Config struct {
+	DataDir string // the ledger's directory
+	Logger  *slog.Logger
+	Now     func() time.Time // default time.Now
+}
+
+// Faults are the runtime faults of POST /faults. Probabilities are 0..1.
+type Faults struct {
+	LatencyMS        int64   `json:"latency_ms"`
+	DropAnswers      float64 `json:"drop_answers"`      // decide and record, but send no answer
+	DuplicateAnswers float64 `json:"duplicate_answers"` // send the answer twice
+	Down             bool    `json:"down"`              // close every connection and refuse new ones
+}
+
+// Host is a running sandbox acquirer host. Its methods are safe for
+// concurrent use.
+type Host struct {
+	cfg    Config
+	ledger *ledger
+
+	faults atomic.Pointer[Faults]
+
+	// adviceMu serialises captures and reversals from decision to ledger,
+	// so two captures of one authorisation cannot both fit its amount.
+	adviceMu sync.Mutex
+
+	mu       sync.Mutex
+	index    map[string]*Record // by key (kind class, MID, RRN): first decisions
+	ring     []string           // FIFO of index keys, for eviction
+	next     int
+	inflight map[string]chan struct{} // a key being decided: repeats wait for it
+	byOrig   map[string]*original     // approved authorisations and sales by (MID, STAN, field 7)
+	total    int                      // authorisations and sales decided since start
+	conns    map[net.Conn]struct{}
+	lns      []net.Listener
+	closed   bool
+}
+
+// original is what a capture or reversal needs of an authorisation or sale.
+type original struct {
+	key      string
+	kind     string
+	amount   int64
+	captured int64
+	reversed bool
+}
+
+// repeatWindowMax bounds the repeat index: a gateway repeats a message for
+// minutes, not weeks, and the host's memory stays flat under load tests.
+const repeatWindowMax = 200_000
+
+// Open loads the ledger's last two days into the repeat index and returns
+// a host ready to Serve.
+func Open(cfg Config) (*Host, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("acquirer host: a data directory is required (the ledger lives there)")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	l, err := openLedger(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{cfg: cfg, ledger: l, index: map[string]*Record{}, ring: make([]string, repeatWindowMax),
+		inflight: map[string]chan struct{}{}, byOrig: map[string]*original{}, conns: map[net.Conn]struct{}{}}
+	h.faults.Store(&Faults{})
+	days, err := l.days()
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	if len(days) > 2 {
+		days = days[len(days)-2:]
+	}
+	for _, d := range days {
+		if err := l.read(d, h.remember); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// remember puts a decided record into the repeat index and, for an
+// approved authorisation or sale, the originals; a capture or reversal
+// updates its original. The caller holds h.mu (or is Open).
+func (h *Host) remember(r *Record) {
+	k := key(r.Kind, r.MID, r.RRN)
+	if _, ok := h.index[k]; !ok {
+		if old := h.ring[h.next]; old != "" {
+			if o := h.index[old]; o != nil && (o.Kind == KindAuth || o.Kind == KindSale) {
+				delete(h.byOrig, origKey(o.MID, o.STAN, o.Sent))
+			}
+			delete(h.index, old)
+		}
+		h.ring[h.next] = k
+		h.next = (h.next + 1) % len(h.ring)
+	}
+	h.index[k] = r
+	switch {
+	case (r.Kind == KindAuth || r.Kind == KindSale) && r.approved():
+		h.byOrig[origKey(r.MID, r.STAN, r.Sent)] = &original{key: k, kind: r.Kind, amount: r.Amount}
+	case r.Kind == KindCapture && r.approved() && r.Original != "":
+		if o := h.originalByKey(r.Original); o != nil {
+			o.captured += r.Amount
+		}
+	case r.Kind == KindReversal && r.Original != "":
+		if o := h.originalByKey(r.Original); o != nil {
+			o.reversed = true
+		}
+	}
+}
+
+func (h *Host) originalByKey(k string) *original {
+	r := h.index[k]
+	if r == nil {
+		return nil
+	}
+	return h.byOrig[origKey(r.MID, r.STAN, r.Sent)]
+}
+
+// key identifies a message for repeats: its class, MID and RRN. A sale and
+// a refund are both financial (0200); their RRNs differ.
+func key(kind, mid, rrn string) string {
+	class := kind
+	if kind == KindRefund {
+		class = KindSale
+	}
+	return class + "|" + mid + "|" + rrn
+}
+
+func origKey(mid, stan, sent string) string { return mid + "|" + stan + "|" + sent }
+
+// SetFaults replaces the runtime faults. Down closes every open connection.
+func (h *Host) SetFaults(f Faults) {
+	h.faults.Store(&f)
+	if f.Down {
+		h.mu.Lock()
+		for c := range h.conns {
+			c.Close()
+		}
+		h.mu.Unlock()
+	}
+}
+
+// Faults returns the runtime faults in force.
+func (h *Host) Faults() Faults { return *h.faults.Load() }
+
+// Authorizations reports how many authorisations or sales the host decided
+// for rrn within its repeat window: 0 or 1, however often it was sent.
+func (h *Host) Authorizations(rrn string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, r := range h.index {
+		if r.RRN == rrn && (r.Kind == KindAuth || r.Kind == KindSale) {
+			n++
+		}
+	}
+	return n
+}
+
+// Total reports how many authorisations and sales the host decided since
+// it started (repeats not counted).
+func (h *Host) Total() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.total
+}
+
+// Serve accepts ISO 8583 connections on ln until Close.
+func (h *Host) Serve(ln net.Listener) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		ln.Close()
+		return net.ErrClosed
+	}
+	h.lns = append(h.lns, ln)
+	h.mu.Unlock()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if h.isClosed() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		if h.Faults().Down {
+			c.Close()
+			continue
+		}
+		h.mu.Lock()
+		h.conns[c] = struct{}{}
+		h.mu.Unlock()
+		go h.serveConn(c)
+	}
+}
+
+func (h *Host) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// Close stops the listeners and connections and closes the ledger. An
+// answer not yet written is lost, as in a crash; its record, if written,
+// makes the repeat get it.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	for _, ln := range h.lns {
+		ln.Close()
+	}
+	for c := range h.conns {
+		c.Close()
+	}
+	h.mu.Unlock()
+	h.ledger.Close()
+	return nil
+}
+
+// serveConn reads requests and answers each on its own goroutine, so a
+// slow answer (latency fault, fsync) does not hold the ones behind it.
+func (h *Host) serveConn(c net.Conn) {
+	defer func() {
+		h.mu.Lock()
+		delete(h.conns, c)
+		h.mu.Unlock()
+		c.Close()
+	}()
+	w := iso8583.NewFrameWriter(c)
+	r := iso8583.NewFrameReader(c)
+	inflight := make(chan struct{}, answersInFlightMax)
+	// A malformed message has nothing to answer to (no STAN to match).
+	malformed := func(err error) { h.cfg.Logger.Warn("acquirer host: malformed message", "error", err) }
+	for {
+		req, err := r.Next(malformed)
+		if err != nil {
+			return
+		}
+		inflight <- struct{}{} // at the bound, stop reading: the sender waits
+		go func() {
+			defer func() { <-inflight }()
+			h.answer(w, req)
+		}()
+	}
+}
+
+// answersInFlightMax bounds the requests one connection may have waiting
+// for their answers (under a latency fault, say).
+const answersInFlightMax = 10_000
+
+func (h *Host) answer(w *iso8583.FrameWriter, req *iso8583.Message) {
+	resp := h.handle(req)
+	if resp == nil {
+		return
+	}
+	f := h.Faults()
+	if f.LatencyMS > 0 {
+		time.Sleep(time.Duration(f.LatencyMS) * time.Millisecond)
+	}
+	if f.Down || f.DropAnswers > 0 && rand.Float64() < f.DropAnswers {
+		return
+	}
+	if err := w.Send(resp); err != nil {
+		h.cfg.Logger.Warn("acquirer host: answer not sent", "mti", resp.MTI, "error", err)
+		return
+	}
+	if f.DuplicateAnswers > 0 && rand.Float64() < f.DuplicateAnswers {
+		w.Send(resp)
+	}
+}

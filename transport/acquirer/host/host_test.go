@@ -1,0 +1,232 @@
+package host
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/acquirer/iso8583"
+)
+
+var testNow = time.Date(2026, 11, 28, 10, 30, 0, 0, time.UTC)
+
+func openHost(t *testing.T, dir string) (*Host, string) {
+	t.Helper()
+	h, err := Open(Config{DataDir: dir, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go h.Serve(ln)
+	t.Cleanup(func() { h.Close() })
+	return h, ln.Addr().String()
+}
+
+// exchange sends m on a new connection and reads one answer.
+func exchange(t *testing.T, addr string, m *iso8583.Message) *iso8583.Message {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	frame, err := m.AppendFrame(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := iso8583.ReadFrame(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := iso8583.Unpack(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ans
+}
+
+const mid = "SHOP01         "
+
+func financial(mti, proc, stan, rrn, pan string, amount int64) *iso8583.Message {
+	m := iso8583.New(mti).Set(iso8583.FieldProcessingCode, proc).SetNumber(iso8583.FieldAmount, amount).
+		Set(iso8583.FieldTransmissionTime, "1128103000").Set(iso8583.FieldSTAN, stan).Set(iso8583.FieldRRN, rrn).
+		Set(iso8583.FieldTerminalID, "PAYGATE1").Set(iso8583.FieldCardAcceptorID, mid).Set(iso8583.FieldCurrency, "840")
+	if pan != "" {
+		m.Set(iso8583.FieldPAN, pan).Set(iso8583.FieldExpiry, "3112").Set(iso8583.FieldAdditionalData, "CV003123")
+	}
+	return m
+}
+
+// advice is a capture (0220) or reversal (0400) of the original sent with
+// stan at 1128103000.
+func advice(mti, stan, rrn, origMTI, origSTAN string, amount int64) *iso8583.Message {
+	return financial(mti, "000000", stan, rrn, "", amount).
+		Set(iso8583.FieldOriginalDataElement, origMTI+origSTAN+"1128103000"+strings.Repeat("0", 22))
+}
+
+// A repeat, concurrent or after a restart, gets the first answer and is
+// decided once.
+func TestRepeatAnsweredOnceAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	h, addr := openHost(t, dir)
+	var wg sync.WaitGroup
+	answers := make([]*iso8583.Message, 8)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i] = exchange(t, addr, financial("0100", "000000", fmt.Sprintf("%06d", i+1), "RRN000000001", acquirer.CardVisaApproved, 1000))
+		}()
+	}
+	wg.Wait()
+	for i, a := range answers {
+		if a.MTI != "0110" || a.Value(39) != "00" || a.Value(38) != answers[0].Value(38) || a.Value(11) != fmt.Sprintf("%06d", i+1) {
+			t.Fatalf("answer %d: %s, want the first answer (%s) with its own STAN", i, a.Dump(), answers[0].Dump())
+		}
+	}
+	if h.Total() != 1 {
+		t.Fatalf("decided %d times", h.Total())
+	}
+	h.Close()
+	h2, addr2 := openHost(t, dir)
+	again := exchange(t, addr2, financial("0100", "000000", "000001", "RRN000000001", acquirer.CardVisaApproved, 1000))
+	if again.Value(38) != answers[0].Value(38) || again.Value(48) != answers[0].Value(48) || h2.Total() != 0 {
+		t.Fatalf("after restart: %s (decided %d), want %s", again.Dump(), h2.Total(), answers[0].Dump())
+	}
+}
+
+// The ledger holds no card number and no CVV.
+func TestLedgerHoldsNoCardData(t *testing.T) {
+	dir := t.TempDir()
+	_, addr := openHost(t, dir)
+	exchange(t, addr, financial("0100", "000000", "000001", "RRN000000001", acquirer.CardVisaApproved, 1000))
+	b, err := os.ReadFile(filepath.Join(dir, "ledger-2026-11-28.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The record has no field for the card number or the CVV; neither
+	// the number nor field 48's CVV element may turn up anywhere in it.
+	if len(b) == 0 || bytes.Contains(b, []byte(acquirer.CardVisaApproved)) || bytes.Contains(b, []byte("CV003123")) {
+		t.Fatalf("ledger holds card data: %s", b)
+	}
+}
+
+// Captures, sales, refunds and reversals make the settlement report; a
+// capture beyond what was authorised, or of a reversed authorisation, is
+// refused.
+func TestMovementsAndSettlementReport(t *testing.T) {
+	h, addr := openHost(t, t.TempDir())
+	ok := func(m *iso8583.Message, want string) {
+		t.Helper()
+		if a := exchange(t, addr, m); a.Value(39) != want || a.MTI != m.MTI[:2]+string(m.MTI[2]+1)+"0" {
+			t.Fatalf("%s answered %s, want %s", m.MTI, a.Dump(), want)
+		}
+	}
+	ok(financial("0100", "000000", "000001", "AUTH00000001", acquirer.CardVisaApproved, 1000), "00")
+	ok(advice("0220", "000002", "CAPT00000001", "0100", "000001", 600), "00")
+	ok(advice("0221", "000002", "CAPT00000001", "0100", "000001", 600), "00") // repeat: no second capture
+	ok(advice("0220", "000003", "CAPT00000002", "0100", "000001", 500), acquirer.RespInvalidTransaction)
+	ok(advice("0220", "000004", "CAPT00000003", "0100", "000001", 400), "00")
+	ok(financial("0200", "000000", "000005", "SALE00000001", acquirer.CardMastercardApproved, 2500), "00")
+	ok(financial("0200", "000000", "000006", "SALE00000002", acquirer.CardVisaApproved, 700), "00")
+	ok(advice("0400", "000007", "SALE00000002", "0200", "000006", 700), "00")
+	ok(advice("0401", "000007", "SALE00000002", "0200", "000006", 700), "00")
+	ok(financial("0200", "200000", "000008", "RFND00000001", acquirer.CardMastercardApproved, 300), "00")
+	ok(financial("0100", "000000", "000009", "AUTH00000002", acquirer.CardVisaApproved, 900), "00")
+	ok(advice("0400", "000010", "AUTH00000002", "0100", "000009", 900), "00")
+	ok(advice("0220", "000011", "CAPT00000004", "0100", "000009", 900), acquirer.RespInvalidTransaction)
+	ok(financial("0200", "000000", "000012", "SALE00000003", acquirer.CardDoNotHonour, 100), "05")
+	ok(advice("0220", "000013", "CAPT00000005", "0100", "999999", 100), acquirer.RespInvalidTransaction)
+	ok(iso8583.New("0100").Set(iso8583.FieldSTAN, "000014").Set(iso8583.FieldTransmissionTime, "1128103000"), acquirer.RespFormatError)
+	ok(iso8583.New("0800").Set(iso8583.FieldSTAN, "000015").Set(iso8583.FieldTransmissionTime, "1128103000").Set(70, "301"), "00")
+
+	srv := httptest.NewServer(h.AdminHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/settlement-report?date=2026-11-28")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(resp.Body).ReadAll()
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := func(rrn string) string { return acquirer.ARN(mid + rrn) }
+	want := [][]string{
+		{"date", "mid", "rrn", "arn", "type", "amount", "currency"},
+		{"2026-11-28", "SHOP01", "CAPT00000001", arn("CAPT00000001"), "capture", "600", "USD"},
+		{"2026-11-28", "SHOP01", "CAPT00000003", arn("CAPT00000003"), "capture", "400", "USD"},
+		{"2026-11-28", "SHOP01", "SALE00000001", arn("SALE00000001"), "sale", "2500", "USD"},
+		{"2026-11-28", "SHOP01", "RFND00000001", arn("RFND00000001"), "refund", "300", "USD"},
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Fatalf("report\n%v\nwant\n%v", rows, want)
+	}
+	resp, _ = http.Get(srv.URL + "/settlement-report?date=2026-11-27")
+	rows, _ = csv.NewReader(resp.Body).ReadAll()
+	resp.Body.Close()
+	if len(rows) != 1 {
+		t.Fatalf("another day's report: %v", rows)
+	}
+	if resp, _ := http.Get(srv.URL + "/settlement-report?date=28-11-2026"); resp.StatusCode != 400 {
+		t.Fatalf("malformed date: %d", resp.StatusCode)
+	}
+}
+
+func TestFaultsEndpoint(t *testing.T) {
+	h, _ := openHost(t, t.TempDir())
+	srv := httptest.NewServer(h.AdminHandler())
+	defer srv.Close()
+	for body, code := range map[string]int{
+		`{"latency_ms":20,"drop_answers":0.5,"duplicate_answers":0.25,"down":false}`: 200,
+		`{"drop_answers":1.5}`: 400,
+		`{"latency_ms":-1}`:    400,
+		`{"dropanswers":1}`:    400,
+		`not json`:             400,
+	} {
+		resp, err := http.Post(srv.URL+"/faults", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != code {
+			t.Errorf("%s: %d, want %d", body, resp.StatusCode, code)
+		}
+	}
+	if f := h.Faults(); f != (Faults{LatencyMS: 20, DropAnswers: 0.5, DuplicateAnswers: 0.25}) {
+		t.Fatalf("faults %+v", f)
+	}
+}
+
+// A crash in the middle of a ledger write leaves a torn last line, never
+// acknowledged: the host starts and ignores it.
+func TestTornLastLedgerLine(t *testing.T) {
+	dir := t.TempDir()
+	h, addr := openHost(t, dir)
+	exchange(t, addr, financial("0100", "000000", "000001", "RRN000000001", acquirer.CardVisaApproved, 1000))
+	h.Close()
+	f, _ := os.OpenFile(filepath.Join(dir, "ledger-2026-11-28.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"time":1,"kind":"au`)
+	f.Close()
+	h2, _ := openHost(t, dir)
+	if h2.Authorizations("RRN000000001") != 1 {
+		t.Fatal("the record before the torn line was lost")
+	}
+}

@@ -1,0 +1,223 @@
+package host
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Record is one ledger entry: a money movement the host decided (or an
+// authorisation it declined), written before its answer leaves. It holds
+// no card number and no CVV.
+type Record struct {
+	Time     int64  `json:"time"` // host's clock, Unix ns
+	Date     string `json:"date"` // its UTC day, YYYY-MM-DD: the settlement day
+	Kind     string `json:"kind"` // KindAuth, KindSale, KindCapture, KindReversal, KindRefund
+	MTI      string `json:"mti"`
+	MID      string `json:"mid"`
+	RRN      string `json:"rrn"`
+	STAN     string `json:"stan"`
+	Sent     string `json:"sent"` // field 7 of the request, MMDDhhmmss
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"` // ISO 4217 numeric, as on the wire
+	Response string `json:"response"` // field 39 answered
+	AuthCode string `json:"auth_code,omitempty"`
+	ARN      string `json:"arn,omitempty"`
+	AVS      string `json:"avs,omitempty"`
+	CVV      string `json:"cvv,omitempty"`
+	// Original names the authorisation or sale a capture or reversal
+	// applies to (its key), "" when the host did not find it.
+	Original string `json:"original,omitempty"`
+}
+
+// Ledger record kinds.
+const (
+	KindAuth     = "auth"
+	KindSale     = "sale"
+	KindCapture  = "capture"
+	KindReversal = "reversal"
+	KindRefund   = "refund"
+)
+
+// approved reports whether the record moved money (or reserved it).
+func (r *Record) approved() bool { return r.Response == "00" }
+
+// ledger is the host's append-only record, one file per UTC day
+// (ledger-YYYY-MM-DD.jsonl, one JSON record per line). Append returns once
+// the record is fsynced; concurrent appends share one fsync (group commit),
+// so the host is not limited to one movement per disk flush.
+type ledger struct {
+	dir  string
+	reqs chan *appendReq
+	done chan struct{}
+	once sync.Once
+
+	files map[string]*os.File // the writer goroutine's alone
+}
+
+type appendReq struct {
+	line []byte
+	date string
+	err  chan error
+}
+
+const ledgerPrefix, ledgerSuffix = "ledger-", ".jsonl"
+
+func openLedger(dir string) (*ledger, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	l := &ledger{dir: dir, reqs: make(chan *appendReq, 1024), done: make(chan struct{}), files: map[string]*os.File{}}
+	go l.writer()
+	return l, nil
+}
+
+func (l *ledger) path(date string) string {
+	return filepath.Join(l.dir, ledgerPrefix+date+ledgerSuffix)
+}
+
+var errLedgerClosed = errors.New("acquirer host: ledger closed")
+
+// Append writes r durably.
+func (l *ledger) Append(r *Record) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	req := &appendReq{line: append(line, '\n'), date: r.Date, err: make(chan error, 1)}
+	select {
+	case l.reqs <- req:
+	case <-l.done:
+		return errLedgerClosed
+	}
+	select {
+	case err := <-req.err:
+		return err
+	case <-l.done:
+		return errLedgerClosed
+	}
+}
+
+// writer writes every queued record, fsyncs each file touched once, then
+// answers the batch.
+func (l *ledger) writer() {
+	var batch []*appendReq
+	for {
+		select {
+		case r := <-l.reqs:
+			batch = append(batch[:0], r)
+		case <-l.done:
+			for _, f := range l.files {
+				f.Close()
+			}
+			return
+		}
+	drain:
+		for len(batch) < 4096 {
+			select {
+			case r := <-l.reqs:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		touched := map[*os.File]error{}
+		for _, r := range batch {
+			f, err := l.file(r.date)
+			if err == nil {
+				_, err = f.Write(r.line)
+			}
+			if err != nil {
+				touched[f] = err
+			} else if _, seen := touched[f]; !seen {
+				touched[f] = nil
+			}
+		}
+		for f, err := range touched {
+			if err == nil && f != nil {
+				touched[f] = f.Sync()
+			}
+		}
+		for _, r := range batch {
+			f, err := l.file(r.date)
+			if err == nil {
+				err = touched[f]
+			}
+			r.err <- err
+		}
+	}
+}
+
+func (l *ledger) file(date string) (*os.File, error) {
+	if f, ok := l.files[date]; ok {
+		return f, nil
+	}
+	f, err := os.OpenFile(l.path(date), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.files) >= 4 { // an old day is done with; keep the descriptors few
+		for d, old := range l.files {
+			if d < date {
+				old.Close()
+				delete(l.files, d)
+			}
+		}
+	}
+	l.files[date] = f
+	return f, nil
+}
+
+func (l *ledger) Close() { l.once.Do(func() { close(l.done) }) }
+
+// days lists the dates that have a ledger file, oldest first.
+func (l *ledger) days() ([]string, error) {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ledgerPrefix) && strings.HasSuffix(name, ledgerSuffix) {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(name, ledgerPrefix), ledgerSuffix))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// read calls fn for every record of date's file, in order. A torn last line
+// (a crash in the middle of a write, never acknowledged) is skipped; a bad
+// line elsewhere is an error.
+func (l *ledger) read(date string, fn func(*Record)) error {
+	f, err := os.Open(l.path(date))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var bad error
+	for sc.Scan() {
+		if bad != nil {
+			return bad // the bad line was not the last
+		}
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			bad = fmt.Errorf("acquirer host: ledger %s: %w", date, err)
+			continue
+		}
+		fn(&r)
+	}
+	return sc.Err()
+}
