@@ -39,6 +39,8 @@ func entrySamples() map[string]persistence.Cmd {
 			PreviousAPIUntil: 8}}, // JSON: nil []byte would come back empty
 		"MerchantKeys": {MerchantKeys: &persistence.MerchantKeys{MerchantID: "m1", Pair: "api", Replaces: "pk",
 			PublicKey: "pk2", SecretSealed: []byte("sealed2"), PreviousUntil: 9}},
+		"VaultRewrap": {VaultRewrap: &persistence.VaultRewrap{Entries: []persistence.RewrapEntry{
+			{Key: []byte("c/card1"), OldSum: []byte("sum"), Value: []byte("blob")}}}},
 		"Notify": {Notify: &persistence.NotifyUpdate{ID: "ntf_1", Time: 3,
 			Attempt: &persistence.AttemptRecord{At: 3, HTTPCode: 500, DurationNs: 10}, NextDueAt: 4}},
 		"Member": {Member: &persistence.Member{NodeID: "n1", RaftAddr: "127.0.0.1:7001", HTTPAddr: "127.0.0.1:8081"}},

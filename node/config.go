@@ -28,6 +28,7 @@ type Config struct {
 	FormURL               string
 	FormTTL               time.Duration
 	VaultKeyFile          string
+	VaultPreviousKeyFile  string // opens records sealed before a vault key rotation
 	AllowPrivateCallbacks bool
 	WebhookRetryDelays    []time.Duration
 	WebhookRetention      time.Duration // delivered notifications (failed ones stay); 0 = for ever

@@ -89,7 +89,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.vault, err = vault.New(kek); err != nil {
+	if n.vault, err = loadVault(cfg, kek, logger); err != nil { // vault.go
 		return nil, err
 	}
 	if n.store, err = persistence.Open(filepath.Join(cfg.DataDir, "state"), logger); err != nil {
@@ -158,7 +158,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		Logger: logger, Store: n.store, Cluster: n.raft, Registry: n.registry, Vault: n.vault,
 		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: derive(kek, "request-hash"),
 		CheckCallbackURL: guard.CheckURL, OnNotify: n.webhooks.Wake,
-		Wallets: wallets, Forms: n.forms(),
+		Wallets: wallets, Forms: n.forms(), VaultCount: n.CountUnderPrevious,
 	})
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
@@ -172,6 +172,8 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		n.bg.Add(1)
 		go n.scheduledBackups() // backup.go
 	}
+	n.bg.Add(1)
+	go n.countVault() // vault.go
 	ok = true
 	return n, nil
 }
@@ -306,6 +308,14 @@ func (n *Node) leaderWork(ctx context.Context) {
 		Proposer:   n.raft, NotifyRetention: n.cfg.WebhookRetention,
 		RetentionPoll: retentionPoll(n.cfg.WebhookRetention),
 	}
+	rewrapDone := make(chan struct{})
+	go func() {
+		defer close(rewrapDone)
+		if n.vault.HasPrevious() {
+			n.rewrapVault(ctx) // vault.go
+		}
+	}()
+	defer func() { <-rewrapDone }()
 	webhooksDone := make(chan struct{})
 	go func() {
 		defer close(webhooksDone)

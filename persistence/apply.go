@@ -31,6 +31,8 @@ type Cmd struct {
 	Member *Member `json:"mb,omitempty"`
 	// MerchantKeys rotates a merchant's key pair (merchant_keys.go).
 	MerchantKeys *MerchantKeys `json:"mk,omitempty"`
+	// VaultRewrap re-seals values under the current vault key (rewrap.go).
+	VaultRewrap *VaultRewrap `json:"vr,omitempty"`
 }
 
 // Result is what applying a Cmd did; the proposer gets it back.
@@ -47,6 +49,8 @@ type Result struct {
 	// Pruned is how many notifications or idempotency records a prune
 	// removed.
 	Pruned int
+	// Rewrapped is how many values a VaultRewrap replaced.
+	Rewrapped int
 	// Merchant is the merchant record a key rotation wrote.
 	Merchant *Merchant
 	Err      error
@@ -272,6 +276,8 @@ func (b *Batch) Apply(c *Cmd) Result {
 		return b.applyIdemPrune(c.IdemPrune)
 	case c.MerchantKeys != nil:
 		return b.applyMerchantKeys(c.MerchantKeys)
+	case c.VaultRewrap != nil:
+		return b.applyVaultRewrap(c.VaultRewrap)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }

@@ -41,6 +41,7 @@ func run(args []string) int {
 	fs.StringVar(&cfg.FormURL, "form-url", "", "public address put into form_url and redirect_url (default http://<advertise-http-addr>)")
 	fs.DurationVar(&cfg.FormTTL, "form-ttl", cfg.FormTTL, "lifetime of an unpaid payment form")
 	fs.StringVar(&cfg.VaultKeyFile, "vault-key-file", "", "32-byte key-encryption key for card data (raw, hex or base64)")
+	fs.StringVar(&cfg.VaultPreviousKeyFile, "vault-previous-key-file", "", "the vault key before a rotation: opens what it sealed; the node re-seals it under --vault-key-file (docs/security.md)")
 	fs.BoolVar(&cfg.AllowPrivateCallbacks, "allow-private-callbacks", false, "permit loopback and private callback_url targets")
 	delays := fs.String("webhook-retry-delays", "15m,30m,1h,2h,4h,8h,16h,24h", "notification retry offsets from the first attempt")
 	fs.DurationVar(&cfg.WebhookRetention, "webhook-retention", cfg.WebhookRetention, "how long delivered notifications are kept; failed ones stay until redelivered (0: for ever)")

@@ -30,6 +30,10 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
 		s.serveWebhooks(ctx, strings.TrimPrefix(strings.TrimPrefix(route, "webhooks"), "/"))
 		return
 	}
+	if route == "vault" {
+		s.serveVault(ctx) // admin_vault.go
+		return
+	}
 	if route == "backup" {
 		s.serveBackup(ctx) // admin_backup.go
 		return

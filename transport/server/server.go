@@ -76,6 +76,9 @@ type Config struct {
 	AdminRoutes map[string]AdminHandler
 	// Wallets decrypts wallet payment credentials (nil: wallets off).
 	Wallets WalletDecrypter
+	// VaultCount counts the sealed records the current vault key did not
+	// seal (GET /admin/v1/vault).
+	VaultCount func() (int, error)
 	// Forms configures the hosted payment form and 3-D Secure pages.
 	Forms FormConfig
 }
