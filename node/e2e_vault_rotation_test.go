@@ -121,7 +121,9 @@ func TestVaultKeyRotationUnderLoad(t *testing.T) {
 	}
 	waitFor(t, 60*time.Second, func() bool { return vaultCount(t, n) == 0 })
 	// The metric says the same.
-	waitFor(t, 15*time.Second, func() bool { return strings.Contains(metricsText(t, n), "\ngateway_vault_records_under_previous_key 0\n") })
+	waitFor(t, 15*time.Second, func() bool {
+		return strings.Contains(metricsText(t, n), "\ngateway_vault_records_under_previous_key 0\n")
+	})
 	close(stop)
 	load.Wait()
 	if f := failed.Load(); f != 0 {
