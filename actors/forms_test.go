@@ -9,6 +9,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
 )
@@ -80,9 +81,14 @@ func TestThreeDSChallengeAuthenticated(t *testing.T) {
 	if f.pendingAuths(t)["enrolled"] {
 		t.Fatal("an order waiting for the customer is in the resume set")
 	}
-	// A restart now: the resume must leave it to the customer.
+	// A restart now: the resume must leave it to the customer. The actor
+	// takes its messages in order, so the answer to a request sent after
+	// the resume means the resume has been handled (a call it started would
+	// also count at the end: one authorisation of the transaction).
 	f.reg.Send(Key{"m1", "enrolled"}, ResumeAuth{})
-	time.Sleep(20 * time.Millisecond)
+	if r := f.request(t, "enrolled", &Operation{Kind: order.KindSettle, Merchant: "m1", OrderID: "enrolled", Amount: 1}); r.Reject == nil {
+		t.Fatalf("settle of an order in verify: %+v", r)
+	}
 	if f.acq.Total() != 0 {
 		t.Fatal("resume sent an order waiting in verify to the acquirer")
 	}
@@ -198,7 +204,7 @@ func TestThreeDSResumeDecidesAgain(t *testing.T) {
 	cmd := &order.Command{Kind: order.KindCreate, Time: time.Now().UnixNano(), Merchant: "m1", OrderID: "left",
 		TxnID: "txn-left", RequestHash: "h", Create: &order.CreateData{Amount: 50, Currency: "USD",
 			ProcessingMID: "mid", SettleDelayHours: 24, Source: seed.Source}}
-	if _, err := f.proposer.Propose(context.Background(), &persistence.Cmd{Order: cmd}); err != nil {
+	if _, err := f.proposer.Propose(context.Background(), &command.Cmd{Order: cmd}); err != nil {
 		t.Fatal(err)
 	}
 	if !f.pendingAuths(t)["left"] {

@@ -12,6 +12,7 @@ import (
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/order/card"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
 )
@@ -19,7 +20,7 @@ import (
 // Proposer replicates a command and returns its applied result. The cluster
 // node implements it; tests may use an in-memory one.
 type Proposer interface {
-	Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error)
+	Propose(ctx context.Context, cmd *command.Cmd) (persistence.Result, error)
 }
 
 // Acquirer is what order actors need of the card acquirer: the outbound
@@ -204,12 +205,12 @@ func (a *orderActor) handle(env *envelope) {
 }
 
 func (a *orderActor) propose(cmd *order.Command) (persistence.Result, error) {
-	return a.proposeCmd(&persistence.Cmd{Order: cmd})
+	return a.proposeCmd(&command.Cmd{Order: cmd})
 }
 
 // proposeCmd proposes an order command's wrapping, which a caller on the
 // hot path allocates along with the command.
-func (a *orderActor) proposeCmd(pc *persistence.Cmd) (persistence.Result, error) {
+func (a *orderActor) proposeCmd(pc *command.Cmd) (persistence.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.deps.ProposeTimeout)
 	defer cancel()
 	return a.deps.Proposer.Propose(ctx, pc)
@@ -278,7 +279,7 @@ func (a *orderActor) create(m *Create) *Reply {
 	// is read as soon as the command's proposal has ended.
 	p := &struct {
 		cmd   order.Command
-		wrap  persistence.Cmd
+		wrap  command.Cmd
 		reply Reply
 	}{cmd: order.Command{
 		Kind: order.KindCreate, Time: now.UnixNano(), Merchant: m.Merchant, OrderID: m.OrderID,
@@ -438,7 +439,7 @@ func (a *orderActor) applyAuthAnswer(m authAnswer) {
 	// live as long.
 	proposal := &struct {
 		cmd  order.Command
-		wrap persistence.Cmd
+		wrap command.Cmd
 		out  order.OutcomeData
 	}{out: order.OutcomeData{
 		Approved: r.Approved, AuthCode: r.AuthCode, AVSCheck: r.AVSCheck, CVVCheck: r.CVVCheck,
@@ -529,12 +530,13 @@ func (a *orderActor) operate(m *Operation) *Reply {
 		if err != nil {
 			return &Reply{Err: err}
 		}
-		if rec != nil && a.deps.Now().UnixNano()-rec.CreatedAt < int64(persistence.IdempotencyWindow) {
-			if rec.RequestHash == m.RequestHash {
+		if rec != nil {
+			switch order.UseOfKey(rec.CreatedAt, rec.RequestHash, a.deps.Now().UnixNano(), m.RequestHash) {
+			case order.KeyRepeat:
 				return firstAnswer(rec)
+			case order.KeyConflict:
+				return &Reply{Reject: order.KeyConflictRejection()}
 			}
-			return &Reply{Reject: &order.Rejection{Kind: order.RejectConflict, Attribute: "idempotency-key",
-				Message: "Idempotency-Key has already been used with a different request"}}
 		}
 	}
 	cur, err := a.deps.Store.GetOrder(m.Merchant, m.OrderID)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/persistencetest"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer"
@@ -203,10 +204,10 @@ type recordingProposer struct {
 	logs [][]byte
 }
 
-func (p *recordingProposer) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+func (p *recordingProposer) Propose(ctx context.Context, cmd *command.Cmd) (persistence.Result, error) {
 	if cmd.Order != nil {
 		p.mu.Lock()
-		p.logs = append(p.logs, order.AppendCommand(nil, cmd.Order))
+		p.logs = append(p.logs, command.AppendCommand(nil, cmd.Order))
 		p.mu.Unlock()
 	}
 	return p.Log.Propose(ctx, cmd)
@@ -377,7 +378,7 @@ func TestSchedulerSettlesAndResumes(t *testing.T) {
 		TxnID: "txn-left", RequestHash: "h", Create: &order.CreateData{Amount: 50, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 24}}
 	o, _ := f.store.GetOrder("m1", "auto")
 	cmd.Create.Source = o.Source // reuse the sealed card of "auto"
-	if _, err := f.proposer.Propose(context.Background(), &persistence.Cmd{Order: cmd}); err != nil {
+	if _, err := f.proposer.Propose(context.Background(), &command.Cmd{Order: cmd}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -402,7 +403,7 @@ type gatedProposer struct {
 	gate chan struct{}
 }
 
-func (g *gatedProposer) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+func (g *gatedProposer) Propose(ctx context.Context, cmd *command.Cmd) (persistence.Result, error) {
 	<-g.gate
 	return g.next.Propose(ctx, cmd)
 }
@@ -484,7 +485,7 @@ type settleFails struct {
 	orders map[string]bool
 }
 
-func (p *settleFails) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+func (p *settleFails) Propose(ctx context.Context, cmd *command.Cmd) (persistence.Result, error) {
 	if cmd.Order != nil && cmd.Order.Kind == order.KindSettle && p.orders[cmd.Order.OrderID] {
 		return persistence.Result{}, errors.New("not the leader")
 	}
@@ -546,7 +547,7 @@ type outcomeFails struct {
 	failed atomic.Bool
 }
 
-func (p *outcomeFails) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+func (p *outcomeFails) Propose(ctx context.Context, cmd *command.Cmd) (persistence.Result, error) {
 	if cmd.Order != nil && cmd.Order.Kind == order.KindAuthOutcome && p.failed.CompareAndSwap(false, true) {
 		return persistence.Result{}, errors.New("not committed")
 	}

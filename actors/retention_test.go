@@ -10,6 +10,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 func createWithCallback(t *testing.T, f *fixture, id string) {
@@ -68,13 +69,13 @@ func TestSchedulerPrunesNotificationsPastRetention(t *testing.T) {
 	}
 	for _, n := range list {
 		at := time.Now().UnixNano()
-		upd := &persistence.NotifyUpdate{ID: n.ID, Time: at, Delivered: true,
-			Attempt: &persistence.AttemptRecord{At: at, HTTPCode: 200}}
+		upd := &command.NotifyUpdate{ID: n.ID, Time: at, Delivered: true,
+			Attempt: &command.AttemptRecord{At: at, HTTPCode: 200}}
 		if strings.Contains(n.URL, "down.test") {
 			upd.Delivered, upd.NextDueAt = false, at+int64(time.Hour)
-			upd.Attempt = &persistence.AttemptRecord{At: at, HTTPCode: 503, Error: "http status 503"}
+			upd.Attempt = &command.AttemptRecord{At: at, HTTPCode: 503, Error: "http status 503"}
 		}
-		if _, err := f.proposer.Propose(context.Background(), &persistence.Cmd{Notify: upd}); err != nil {
+		if _, err := f.proposer.Propose(context.Background(), &command.Cmd{Notify: upd}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,15 +123,15 @@ func TestSchedulerPrunesIdempotencyRecords(t *testing.T) {
 			RequestHash: "h", IdempotencyKey: "key-" + id,
 			Create: &order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 1,
 				Source: order.PaymentSource{Type: "card"}}}
-		if r, err := f.proposer.Propose(context.Background(), &persistence.Cmd{Order: cmd}); err != nil || r.Order == nil {
+		if r, err := f.proposer.Propose(context.Background(), &command.Cmd{Order: cmd}); err != nil || r.Order == nil {
 			t.Fatalf("create %s: %+v %v", id, r, err)
 		}
 	}
 	for i := range old {
-		keyed(i, now.Add(-persistence.IdempotencyWindow-idempotencyMargin-time.Minute))
+		keyed(i, now.Add(-order.IdempotencyWindow-idempotencyMargin-time.Minute))
 	}
 	for i := old; i < old+young; i++ {
-		keyed(i, now.Add(-persistence.IdempotencyWindow-idempotencyMargin+time.Minute))
+		keyed(i, now.Add(-order.IdempotencyWindow-idempotencyMargin+time.Minute))
 	}
 	s := &Scheduler{Store: f.store, Registry: f.reg, Logger: f.deps.Logger, Proposer: f.proposer,
 		Now: func() time.Time { return now }, PageSize: page}

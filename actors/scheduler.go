@@ -8,7 +8,9 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // ScheduleReader is what the scheduler reads from the store.
@@ -23,8 +25,8 @@ type ScheduleReader interface {
 	// FinishedNotifications lists notifications delivered before
 	// a time, and ExpiredIdempotency idempotency records written before a
 	// time, oldest first.
-	FinishedNotifications(before int64, limit int) ([]persistence.NotifyExpiry, error)
-	ExpiredIdempotency(before int64, limit int) ([]persistence.IdemExpiry, error)
+	FinishedNotifications(before int64, limit int) ([]command.NotifyExpiry, error)
+	ExpiredIdempotency(before int64, limit int) ([]command.IdemExpiry, error)
 }
 
 // Scheduler drives the durable schedules of the leader: automatic
@@ -204,7 +206,7 @@ var (
 	idempotencyPruned   = metrics.GetOrCreateCounter(`gateway_idempotency_pruned_total`)
 )
 
-// idempotencyMargin is how long past IdempotencyWindow a record is kept.
+// idempotencyMargin is how long past order.IdempotencyWindow a record is kept.
 // Whether a repeat replays is decided by the clock of the leader that
 // proposes it: a record removed too early would let a refund repeated
 // within its window be made twice. No leader's clock is a day behind.
@@ -215,21 +217,21 @@ const idempotencyMargin = 24 * time.Hour
 func (s *Scheduler) pruneNotifications(ctx context.Context) {
 	before := s.Now().Add(-s.NotifyRetention).UnixNano()
 	pruneExpired(ctx, s, "notifications", notificationsPruned,
-		func(limit int) ([]persistence.NotifyExpiry, error) {
+		func(limit int) ([]command.NotifyExpiry, error) {
 			return s.Store.FinishedNotifications(before, limit)
 		},
-		func(list []persistence.NotifyExpiry) *persistence.Cmd {
-			return &persistence.Cmd{NotifyPrune: &persistence.NotifyPrune{Before: before, Entries: list}}
+		func(list []command.NotifyExpiry) *command.Cmd {
+			return &command.Cmd{NotifyPrune: &command.NotifyPrune{Before: before, Entries: list}}
 		})
 }
 
 // pruneIdempotency removes the idempotency records past their window.
 func (s *Scheduler) pruneIdempotency(ctx context.Context) {
-	before := s.Now().Add(-persistence.IdempotencyWindow - idempotencyMargin).UnixNano()
+	before := s.Now().Add(-order.IdempotencyWindow - idempotencyMargin).UnixNano()
 	pruneExpired(ctx, s, "idempotency records", idempotencyPruned,
-		func(limit int) ([]persistence.IdemExpiry, error) { return s.Store.ExpiredIdempotency(before, limit) },
-		func(list []persistence.IdemExpiry) *persistence.Cmd {
-			return &persistence.Cmd{IdemPrune: &persistence.IdemPrune{Before: before, Entries: list}}
+		func(limit int) ([]command.IdemExpiry, error) { return s.Store.ExpiredIdempotency(before, limit) },
+		func(list []command.IdemExpiry) *command.Cmd {
+			return &command.Cmd{IdemPrune: &command.IdemPrune{Before: before, Entries: list}}
 		})
 }
 
@@ -237,7 +239,7 @@ func (s *Scheduler) pruneIdempotency(ctx context.Context) {
 // page after page, until none is left or ctx ends. The FSM checks each
 // listed record again, so one that changed since the listing stays.
 func pruneExpired[T any](ctx context.Context, s *Scheduler, what string, pruned *metrics.Counter,
-	list func(limit int) ([]T, error), prune func([]T) *persistence.Cmd) {
+	list func(limit int) ([]T, error), prune func([]T) *command.Cmd) {
 	page := min(s.pageSize(), prunePageMax)
 	for ctx.Err() == nil {
 		refs, err := list(page)

@@ -33,7 +33,7 @@ func (n *Node) Backup(ctx context.Context, w io.Writer) (backup.Header, string, 
 // backup. Release it when done.
 type BackupView struct {
 	Header backup.Header
-	snap   *persistence.Snapshot
+	snap   StateSnapshot
 }
 
 // OpenBackup takes the view a backup is written from: a Pebble snapshot

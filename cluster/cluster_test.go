@@ -15,6 +15,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // The leader is killed under load and restarted: a new leader takes over,
@@ -77,7 +78,7 @@ func TestClusterMinorityPartition(t *testing.T) {
 	for i := 0; time.Now().Before(deadline); i++ {
 		cmd := createCmd(fmt.Sprintf("minority-%d", i), fmt.Sprintf("txn-minority-%d", i))
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		_, err := oldLeader.Propose(ctx, &persistence.Cmd{Order: cmd})
+		_, err := oldLeader.Propose(ctx, &command.Cmd{Order: cmd})
 		cancel()
 		minorityTries++
 		switch {
@@ -122,7 +123,7 @@ func TestClusterMinorityPartition(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		cmd := createCmd(fmt.Sprintf("majority-%d", i), fmt.Sprintf("txn-majority-%d", i))
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		res, err := newLeader.Propose(ctx, &persistence.Cmd{Order: cmd})
+		res, err := newLeader.Propose(ctx, &command.Cmd{Order: cmd})
 		cancel()
 		if err != nil {
 			t.Fatalf("majority write: %v", err)
@@ -217,9 +218,17 @@ func TestClusterRandomFaults(t *testing.T) {
 
 // A node down while the log is compacted past its last entry catches up
 // from a snapshot (InstallSnapshot → FSM.Restore) and ends identical.
-func TestClusterSnapshotCatchUp(t *testing.T) {
+func TestClusterSnapshotCatchUp(t *testing.T) { snapshotCatchUp(t, false) }
+
+// The same over an in-memory StateMachine: the Raft plumbing (proposals,
+// the FSM, snapshots, InstallSnapshot, recovery at start) needs no Pebble,
+// and a restarted node, whose memory state is empty, is rebuilt from a
+// snapshot and the log.
+func TestClusterSnapshotCatchUpInMemory(t *testing.T) { snapshotCatchUp(t, true) }
+
+func snapshotCatchUp(t *testing.T, memory bool) {
 	seed := testSeed(t)
-	h := newHarness(t, harnessOptions{seed: seed, snapshotThreshold: 32, walSegmentBytes: 32 << 10})
+	h := newHarness(t, harnessOptions{seed: seed, snapshotThreshold: 32, walSegmentBytes: 32 << 10, memory: memory})
 	lagging := 2
 	h.kill(lagging)
 	var lastIdx uint64
@@ -319,10 +328,10 @@ func TestClusterMembership(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n1 := h.nodes[1]
-	if err := l.Join(ctx, persistence.Member{NodeID: n1.id, RaftAddr: string(n1.addr), HTTPAddr: "http-" + n1.id}); err != nil {
+	if err := l.Join(ctx, command.Member{NodeID: n1.id, RaftAddr: string(n1.addr), HTTPAddr: "http-" + n1.id}); err != nil {
 		t.Fatalf("repeated join: %v", err)
 	}
-	if err := l.Join(ctx, persistence.Member{NodeID: "x"}); !errors.Is(err, ErrInvalidMember) {
+	if err := l.Join(ctx, command.Member{NodeID: "x"}); !errors.Is(err, ErrInvalidMember) {
 		t.Fatalf("join without addresses: %v", err)
 	}
 	if err := l.Remove(ctx, "nobody"); !errors.Is(err, ErrUnknownMember) {
@@ -345,7 +354,7 @@ func TestClusterMembership(t *testing.T) {
 	if ms, _ := l.Members(); len(ms) != 2 {
 		t.Fatalf("after remove: %+v", ms)
 	}
-	if err := l.Join(ctx, persistence.Member{NodeID: n2.id, RaftAddr: string(n2.addr), HTTPAddr: "http-" + n2.id}); err != nil {
+	if err := l.Join(ctx, command.Member{NodeID: n2.id, RaftAddr: string(n2.addr), HTTPAddr: "http-" + n2.id}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitConverged(convergeWithin)
@@ -424,8 +433,8 @@ func (r *failingReader) Read(p []byte) (int, error) {
 func TestUnencodableProposalFailsAlone(t *testing.T) {
 	h := newHarness(t, harnessOptions{nodes: 1, seed: 1})
 	l := h.waitLeader(5 * time.Second)
-	bad := &persistence.Cmd{IdemPrune: &persistence.IdemPrune{Before: 10,
-		Entries: []persistence.IdemExpiry{{Merchant: testMerchant, Key: "refund-\xff\xfe", CreatedAt: 1}}}}
+	bad := &command.Cmd{IdemPrune: &command.IdemPrune{Before: 10,
+		Entries: []command.IdemExpiry{{Merchant: testMerchant, Key: "refund-\xff\xfe", CreatedAt: 1}}}}
 	for round := range 5 {
 		var wg sync.WaitGroup
 		errs := make([]error, 40)
@@ -437,7 +446,7 @@ func TestUnencodableProposalFailsAlone(t *testing.T) {
 					_, errs[i] = l.Propose(ctx, bad)
 					return
 				}
-				_, errs[i] = l.Propose(ctx, &persistence.Cmd{Order: createCmd(fmt.Sprintf("o-%d-%d", round, i), "t")})
+				_, errs[i] = l.Propose(ctx, &command.Cmd{Order: createCmd(fmt.Sprintf("o-%d-%d", round, i), "t")})
 			})
 		}
 		wg.Wait()

@@ -14,18 +14,19 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
-// FSM is the thin adapter between the Raft log and the store: it decodes
-// each committed entry and hands its commands to persistence.Batch.Apply,
-// which runs the pure order state machine. One Raft batch is one Pebble
-// batch.
+// FSM is the thin adapter between the Raft log and the state: it decodes
+// each committed entry and hands its commands to the StateMachine's batch
+// (the store's persistence.Batch.Apply, which runs the pure order state
+// machine). One Raft batch is one Pebble batch.
 //
 // Concurrency: raft calls ApplyBatch, Apply, Snapshot and Restore from its
 // single FSM goroutine, never concurrently. FSMSnapshot.Persist runs on
 // another goroutine, reading a Pebble snapshot.
 type FSM struct {
-	store  *persistence.Store
+	store  StateMachine
 	logger *slog.Logger
 	// applied is the last index whose effects are in the store. Entries at
 	// or below it are skipped when raft replays its log after a restart.
@@ -35,7 +36,7 @@ type FSM struct {
 	// OnCommit, when set, is called after each committed batch with the
 	// notifications it created (the dispatcher wakes on them). It runs on
 	// the FSM goroutine: it must not block.
-	OnCommit func(created []*persistence.Notification, merchants []*persistence.Merchant)
+	OnCommit func(created []*persistence.Notification, merchants []*command.Merchant)
 	// applyLat times each batch of entries applied to the store.
 	applyLat *metrics.PrometheusHistogram
 	// pace bounds the write rate of snapshots (nil: unbounded); Start sets
@@ -54,8 +55,8 @@ type FSM struct {
 // snapshotBuckets bound the snapshot durations: 0.1 s to about 7 minutes.
 var snapshotBuckets = metrics.ExponentialBuckets(0.1, 2, 13)
 
-// NewFSM makes an FSM over store.
-func NewFSM(store *persistence.Store, logger *slog.Logger) (*FSM, error) {
+// NewFSM makes an FSM over store: StoreState(the Pebble store) in a node.
+func NewFSM(store StateMachine, logger *slog.Logger) (*FSM, error) {
 	idx, err := store.AppliedIndex()
 	if err != nil {
 		return nil, err
@@ -87,9 +88,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	applied := f.applied.Load()
 	var last uint64
-	b := f.store.NewBatch()
+	b := f.store.Begin()
 	defer b.Close()
-	var merchants []*persistence.Merchant
+	var merchants []*command.Merchant
 	// replayed names the orders of entries the store has already applied
 	// (raft replays its log after a restart) but whose changes to the
 	// pending-authorisation set it may not hold: the set is checkpointed
@@ -101,7 +102,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		if l.Type != raft.LogCommand || l.Index <= min(applied, exactAt) {
 			continue
 		}
-		cmds, err := DecodeEntry(l.Data) // entry.go
+		cmds, err := command.DecodeEntry(l.Data)
 		if err != nil {
 			// A committed entry this binary cannot read (one written by a
 			// newer version, or a codec bug) holds acknowledged money
@@ -137,8 +138,8 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			panic(fmt.Sprintf("cluster: commit batch at index %d: %v", last, err))
 		}
 		f.applied.Store(last)
-		if f.OnCommit != nil && (len(b.Created) > 0 || len(merchants) > 0) {
-			f.OnCommit(b.Created, merchants)
+		if created := b.Created(); f.OnCommit != nil && (len(created) > 0 || len(merchants) > 0) {
+			f.OnCommit(created, merchants)
 		}
 	}
 	return out
@@ -241,7 +242,7 @@ func (f *FSM) recoverStore(snaps raft.SnapshotStore, dir string) error {
 	if partial {
 		f.logger.Warn("store restore was interrupted; restoring the latest snapshot again", "snapshot", latest.ID)
 	} else {
-		holds, err := snapshotApplied(snaps, dir, latest.ID)
+		holds, err := snapshotApplied(f.store, snaps, dir, latest.ID)
 		switch {
 		case err != nil && applied == 0:
 			// An empty store beside a snapshot lost its data, and cannot
@@ -271,9 +272,9 @@ func (f *FSM) recoverStore(snaps raft.SnapshotStore, dir string) error {
 // orders, at every start), so the state file is read directly where raft's
 // file store keeps it; Open is the fallback. The CRC is still checked when
 // the snapshot is restored (here or on a follower).
-func snapshotApplied(snaps raft.SnapshotStore, dir, id string) (uint64, error) {
+func snapshotApplied(state StateMachine, snaps raft.SnapshotStore, dir, id string) (uint64, error) {
 	if f, err := os.Open(filepath.Join(dir, "snapshots", id, "state.bin")); err == nil {
-		idx, err := persistence.SnapshotAppliedIndex(f)
+		idx, err := state.SnapshotAppliedIndex(f)
 		f.Close()
 		if err == nil {
 			return idx, nil
@@ -284,7 +285,7 @@ func snapshotApplied(snaps raft.SnapshotStore, dir, id string) (uint64, error) {
 		return 0, fmt.Errorf("open snapshot %s: %w", id, err)
 	}
 	defer rc.Close()
-	idx, err := persistence.SnapshotAppliedIndex(rc)
+	idx, err := state.SnapshotAppliedIndex(rc)
 	if err != nil {
 		return 0, fmt.Errorf("snapshot %s: %w", id, err)
 	}
@@ -292,7 +293,7 @@ func snapshotApplied(snaps raft.SnapshotStore, dir, id string) (uint64, error) {
 }
 
 type fsmSnapshot struct {
-	snap *persistence.Snapshot
+	snap StateSnapshot
 	pace *pacer
 	lat  *metrics.PrometheusHistogram
 	size *metrics.Gauge

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // The in-process cluster: N raft nodes, each with its own raft-wal log,
@@ -42,6 +44,9 @@ type harnessOptions struct {
 	snapshotThreshold uint64
 	walSegmentBytes   int
 	seed              int64
+	// memory runs every node over a memState instead of a Pebble store; a
+	// restarted node starts with an empty one.
+	memory bool
 }
 
 type harness struct {
@@ -61,8 +66,13 @@ type hnode struct {
 	addr raft.ServerAddress
 	dir  string
 
+	// logFailing makes every append to this node's raft log fail
+	// (failingLogStore) while it is set.
+	logFailing atomic.Bool
+
 	mu    sync.RWMutex
-	store *persistence.Store
+	store *persistence.Store // nil with harnessOptions.memory
+	mem   *memState          // set with harnessOptions.memory
 	fsm   *FSM
 	node  *Node
 	up    bool
@@ -94,7 +104,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		h.start(i, false)
 		n := h.nodes[i]
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := first.Join(ctx, persistence.Member{NodeID: n.id, RaftAddr: string(n.addr), HTTPAddr: "http-" + n.id})
+		err := first.Join(ctx, command.Member{NodeID: n.id, RaftAddr: string(n.addr), HTTPAddr: "http-" + n.id})
 		cancel()
 		if err != nil {
 			t.Fatalf("join %s: %v", n.id, err)
@@ -110,11 +120,20 @@ func (h *harness) start(i int, bootstrap bool) {
 	n := h.nodes[i]
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	store, err := persistence.Open(filepath.Join(n.dir, "state"), h.logger)
-	if err != nil {
-		h.t.Fatal(err)
+	var store *persistence.Store
+	var mem *memState
+	var state StateMachine
+	if h.opts.memory {
+		mem = newMemState()
+		state = mem
+	} else {
+		var err error
+		if store, err = persistence.Open(filepath.Join(n.dir, "state"), h.logger); err != nil {
+			h.t.Fatal(err)
+		}
+		state = StoreState(store)
 	}
-	fsm, err := NewFSM(store, h.logger)
+	fsm, err := NewFSM(state, h.logger)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -124,12 +143,13 @@ func (h *harness) start(i int, bootstrap bool) {
 		SnapshotThreshold: h.opts.snapshotThreshold, SnapshotInterval: 50 * time.Millisecond,
 		HTTPAddr: "http-" + n.id, Transport: h.net.transport(n.addr), RaftLogOutput: io.Discard,
 		WALSegmentBytes: h.opts.walSegmentBytes,
+		wrapLogStore:    func(ls raft.LogStore) raft.LogStore { return failingLogStore{LogStore: ls, failing: &n.logFailing} },
 	}, fsm)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.terms.watch(node.Raft, n.id)
-	n.store, n.fsm, n.node, n.up = store, fsm, node, true
+	n.store, n.mem, n.fsm, n.node, n.up = store, mem, fsm, node, true
 }
 
 // kill stops a node (raft shut down, store closed); restart brings it back
@@ -145,8 +165,10 @@ func (h *harness) kill(i int) {
 	if err := n.node.Shutdown(); err != nil {
 		h.t.Logf("shutdown %s: %v", n.id, err)
 	}
-	if err := n.store.Close(); err != nil {
-		h.t.Errorf("close store %s: %v", n.id, err)
+	if n.store != nil {
+		if err := n.store.Close(); err != nil {
+			h.t.Errorf("close store %s: %v", n.id, err)
+		}
 	}
 	n.up = false
 }
@@ -162,6 +184,14 @@ func (n *hnode) with(fn func(node *Node, store *persistence.Store)) bool {
 	}
 	fn(n.node, n.store)
 	return true
+}
+
+// getOrder reads an order from the node's state, Pebble or memory.
+func (n *hnode) getOrder(st *persistence.Store, merchant, id string) (*order.Order, error) {
+	if n.mem != nil {
+		return n.mem.getOrder(merchant, id), nil
+	}
+	return st.GetOrder(merchant, id)
 }
 
 // leader returns the node that leads now, or nil.
@@ -288,8 +318,8 @@ func (h *harness) verifyDigests() {
 	}
 	views := map[string]view{}
 	for _, n := range h.nodes {
-		n.with(func(_ *Node, st *persistence.Store) {
-			d, idx, err := st.Digest()
+		n.with(func(nd *Node, _ *persistence.Store) {
+			d, idx, err := nd.FSM.store.Digest()
 			if err != nil {
 				h.t.Errorf("digest %s: %v", n.id, err)
 			}
@@ -313,7 +343,7 @@ func (h *harness) verifyAcked() {
 	for _, a := range h.acked.all() {
 		for _, n := range h.nodes {
 			n.with(func(_ *Node, st *persistence.Store) {
-				o, err := st.GetOrder(testMerchant, a.orderID)
+				o, err := n.getOrder(st, testMerchant, a.orderID)
 				switch {
 				case err != nil:
 					h.t.Errorf("%s: read %s: %v", n.id, a.orderID, err)
@@ -398,7 +428,7 @@ func (h *harness) propose(cmd *order.Command, timeout time.Duration) (persistenc
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	res, err := l.Propose(ctx, &persistence.Cmd{Order: cmd})
+	res, err := l.Propose(ctx, &command.Cmd{Order: cmd})
 	// An idempotency replay changed nothing: its empty outcome is not an
 	// acknowledged change of this order.
 	if err == nil && res.Err == nil && res.Replayed == nil && res.Outcome.Changed() {
@@ -486,7 +516,7 @@ func (w *workload) next(rng *rand.Rand, oid string) (cmd *order.Command, final b
 	}
 	var cur *order.Order
 	var rerr error
-	if !ln.with(func(_ *Node, st *persistence.Store) { cur, rerr = st.GetOrder(testMerchant, oid) }) || rerr != nil {
+	if !ln.with(func(_ *Node, st *persistence.Store) { cur, rerr = ln.getOrder(st, testMerchant, oid) }) || rerr != nil {
 		return nil, false
 	}
 	cmd = &order.Command{Time: time.Now().UnixNano(), Merchant: testMerchant, OrderID: oid, TxnID: w.txnID()}

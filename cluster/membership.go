@@ -11,11 +11,11 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // Membership: raft's configuration decides who votes; the member records in
-// the store (persistence.Member) add each node's HTTP address. The leader
+// the store (command.Member) add each node's HTTP address. The leader
 // changes both, configuration first, so a record never names a node raft
 // does not know for long: a failed record write is repaired by the joiner's
 // retry, and a leader always rewrites its own record (RecordSelf).
@@ -36,7 +36,7 @@ const membershipTimeout = 10 * time.Second
 // Join adds (or re-addresses) a voter and records it. It must run on the
 // leader; the HTTP layer forwards it there. It is idempotent: a node that
 // retries its join, or rejoins after a restart, changes nothing.
-func (n *Node) Join(ctx context.Context, m persistence.Member) error {
+func (n *Node) Join(ctx context.Context, m command.Member) error {
 	if m.NodeID == "" || m.RaftAddr == "" || m.HTTPAddr == "" {
 		return ErrInvalidMember
 	}
@@ -54,7 +54,7 @@ func (n *Node) Join(ctx context.Context, m persistence.Member) error {
 			if err := n.Raft.RemoveServer(s.ID, 0, membershipTimeout).Error(); err != nil {
 				return leaderErr(err)
 			}
-			if err := n.record(ctx, persistence.Member{NodeID: string(s.ID), Removed: true}); err != nil {
+			if err := n.record(ctx, command.Member{NodeID: string(s.ID), Removed: true}); err != nil {
 				return err
 			}
 		}
@@ -98,7 +98,7 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	if !known && rec == nil {
 		return ErrUnknownMember
 	}
-	del := persistence.Member{NodeID: id, Removed: true}
+	del := command.Member{NodeID: id, Removed: true}
 	self := id == n.cfg.NodeID
 	if self && rec != nil {
 		if err := n.record(ctx, del); err != nil {
@@ -217,7 +217,7 @@ func (n *Node) HandOver(ctx context.Context) (bool, error) {
 }
 
 // record writes a member record unless the store already holds it.
-func (n *Node) record(ctx context.Context, m persistence.Member) error {
+func (n *Node) record(ctx context.Context, m command.Member) error {
 	cur, err := n.FSM.store.Member(m.NodeID)
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ func (n *Node) record(ctx context.Context, m persistence.Member) error {
 	if (m.Removed && cur == nil) || (!m.Removed && cur != nil && *cur == m) {
 		return nil
 	}
-	res, err := n.Propose(ctx, &persistence.Cmd{Member: &m})
+	res, err := n.Propose(ctx, &command.Cmd{Member: &m})
 	if err != nil {
 		return err
 	}
@@ -240,8 +240,8 @@ func (n *Node) RecordSelf(ctx context.Context) error {
 }
 
 // SelfMember is this node's member record as it should be.
-func (n *Node) SelfMember() persistence.Member {
-	return persistence.Member{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAddr, HTTPAddr: n.cfg.HTTPAddr}
+func (n *Node) SelfMember() command.Member {
+	return command.Member{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAddr, HTTPAddr: n.cfg.HTTPAddr}
 }
 
 // InConfiguration reports whether this node is in its latest known raft
@@ -264,7 +264,7 @@ func (n *Node) InConfiguration() bool {
 func (n *Node) HadState() bool { return n.hadState }
 
 // StoredMember returns a member record from the local store, or nil.
-func (n *Node) StoredMember(id string) (*persistence.Member, error) {
+func (n *Node) StoredMember(id string) (*command.Member, error) {
 	return n.FSM.store.Member(id)
 }
 

@@ -1,6 +1,8 @@
 // Package cluster runs the Raft log: the node's raft instance, its FSM over
-// the store, and the Proposer the order actors use. Actors never touch raft
-// directly; they hand commands to Propose and get the applied result back.
+// a StateMachine (the store in a node, StoreState), and the Proposer the
+// order actors use. Actors never touch raft directly; they hand commands to
+// Propose and get the applied result back. The log's format is package
+// persistence/command's.
 package cluster
 
 import (
@@ -22,6 +24,7 @@ import (
 	raftwal "github.com/hashicorp/raft-wal"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // ErrNoLeader means this node cannot commit right now: it is not the leader
@@ -73,6 +76,8 @@ type Config struct {
 	Transport raft.Transport
 	// RaftLogOutput receives raft's own warnings (default stderr).
 	RaftLogOutput io.Writer
+	// wrapLogStore, in tests, wraps the raft log store (to fail appends).
+	wrapLogStore func(raft.LogStore) raft.LogStore
 }
 
 // logCacheEntries is how many recent log entries raft keeps in memory.
@@ -227,16 +232,20 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 		wal.Close()
 		return nil, err
 	}
-	if err := checkLogCoversStore(fsm.AppliedIndex(), wal, snaps, dir, logDir); err != nil {
+	if err := checkLogCoversStore(fsm.store, fsm.AppliedIndex(), wal, snaps, dir, logDir); err != nil {
 		wal.Close()
 		return nil, err
 	}
 	// Recent entries stay in memory: the leader reads each entry back to
 	// send it to every follower, and every node reads it again to apply
 	// it. Without the cache each of those reads goes to the WAL's files.
-	logs, err := raft.NewLogCache(logCacheEntries, timedLogStore{
+	var logStore raft.LogStore = timedLogStore{
 		LogStore: wal, appendLat: metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_log_append_seconds`, stageBuckets),
-	})
+	}
+	if cfg.wrapLogStore != nil {
+		logStore = cfg.wrapLogStore(logStore)
+	}
+	logs, err := raft.NewLogCache(logCacheEntries, logStore)
 	if err != nil {
 		wal.Close()
 		return nil, err
@@ -278,7 +287,7 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 // replays its log after the last entry replayed so far, but the stream is
 // the whole store. A follower that installed such a snapshot and was
 // stopped before its log reached the stream's index is whole.
-func checkLogCoversStore(applied uint64, logs raft.LogStore, snaps raft.SnapshotStore, snapDir, logDir string) error {
+func checkLogCoversStore(state StateMachine, applied uint64, logs raft.LogStore, snaps raft.SnapshotStore, snapDir, logDir string) error {
 	end, err := logs.LastIndex()
 	if err != nil {
 		return err
@@ -290,7 +299,7 @@ func checkLogCoversStore(applied uint64, logs raft.LogStore, snaps raft.Snapshot
 	if len(list) > 0 {
 		end = max(end, list[0].Index)
 		if applied > end {
-			if holds, err := snapshotApplied(snaps, snapDir, list[0].ID); err == nil {
+			if holds, err := snapshotApplied(state, snaps, snapDir, list[0].ID); err == nil {
 				end = max(end, holds)
 			}
 		}
@@ -305,7 +314,7 @@ func checkLogCoversStore(applied uint64, logs raft.LogStore, snaps raft.Snapshot
 // Propose replicates one command and returns its applied result. A nil
 // error means the command is committed in the log and applied locally.
 // Concurrent proposals share log entries (proposer.go).
-func (n *Node) Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+func (n *Node) Propose(ctx context.Context, cmd *command.Cmd) (persistence.Result, error) {
 	return n.collector.propose(ctx, cmd)
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,7 +15,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/raft"
 
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // A paced writer hands everything on, no faster than its rate after the
@@ -51,13 +52,25 @@ func TestShutdownStopsAPacedSnapshot(t *testing.T) {
 	defer cancel()
 	pad := strings.Repeat("x", 10_000)
 	for i := range 200 { // ~2 MB of state
-		m := &persistence.Merchant{ID: "mer_" + string(rune('a'+i%26)) + strings.Repeat("y", i), Name: pad}
-		if _, err := node.Propose(ctx, &persistence.Cmd{Merchant: m}); err != nil {
+		m := &command.Merchant{ID: "mer_" + string(rune('a'+i%26)) + strings.Repeat("y", i), Name: pad}
+		if _, err := node.Propose(ctx, &command.Cmd{Merchant: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	snap := node.Raft.Snapshot()
-	time.Sleep(300 * time.Millisecond) // the snapshot is being written
+	// The snapshot is being written once raft's unfinished snapshot folder
+	// holds some of the state.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		written, _ := filepath.Glob(filepath.Join(dataDir, "raft", "snapshots", "*.tmp", "state.bin"))
+		if len(written) > 0 {
+			if fi, err := os.Stat(written[0]); err == nil && fi.Size() > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the snapshot did not start writing")
+		}
+	}
 	start := time.Now()
 	if err := node.Shutdown(); err != nil {
 		t.Logf("shutdown: %v", err)
@@ -85,7 +98,7 @@ func TestSnapshotMetrics(t *testing.T) {
 	waitLeaderAlone(t, node)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := node.Propose(ctx, &persistence.Cmd{Merchant: &persistence.Merchant{ID: "mer_snap", Name: strings.Repeat("n", 5000)}}); err != nil {
+	if _, err := node.Propose(ctx, &command.Cmd{Merchant: &command.Merchant{ID: "mer_snap", Name: strings.Repeat("n", 5000)}}); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshotCount(t)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // replayFixture is an FSM over a store in a folder that can be reopened.
@@ -29,7 +30,7 @@ func (r *replayFixture) open() {
 	}
 	// No checkpoint but the ones the test asks for.
 	s.SetPendingCheckpointEvery(time.Hour)
-	f, err := NewFSM(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f, err := NewFSM(StoreState(s), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -57,25 +58,25 @@ func (r *replayFixture) wantPending(what string, want ...string) {
 }
 
 // entry is a command entry at index idx.
-func entry(t *testing.T, idx uint64, cmds ...persistence.Cmd) *raft.Log {
+func entry(t *testing.T, idx uint64, cmds ...command.Cmd) *raft.Log {
 	t.Helper()
-	data, err := EncodeEntry(cmds)
+	data, err := command.EncodeEntry(cmds)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data}
 }
 
-func acceptance(id string) persistence.Cmd {
-	return persistence.Cmd{Order: &order.Command{
+func acceptance(id string) command.Cmd {
+	return command.Cmd{Order: &order.Command{
 		Kind: order.KindCreate, Time: 1, Merchant: "m1", OrderID: id, TxnID: "t-" + id, RequestHash: "h-" + id,
 		Create: &order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 1,
 			Source: order.PaymentSource{Type: "card", CardID: "c-" + id}},
 	}}
 }
 
-func approval(id string) persistence.Cmd {
-	return persistence.Cmd{Order: &order.Command{
+func approval(id string) command.Cmd {
+	return command.Cmd{Order: &order.Command{
 		Kind: order.KindAuthOutcome, Time: 2, Merchant: "m1", OrderID: id, TxnID: "t-" + id,
 		Outcome: &order.OutcomeData{Approved: true, AuthCode: "123456"},
 	}}

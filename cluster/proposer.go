@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // Group commit at the entry level: concurrent proposals from many order
@@ -48,7 +49,7 @@ var entryCommandBuckets = metrics.ExponentialBuckets(1, 2, 11)
 type proposal struct {
 	ctx    context.Context
 	queued time.Time
-	cmd    persistence.Cmd
+	cmd    command.Cmd
 	// ans is written once, by answer, before done is signalled, and read
 	// after it. (A channel carrying the answer itself would allocate its
 	// buffer apart from the channel, since the answer holds pointers: one
@@ -57,7 +58,7 @@ type proposal struct {
 	done chan struct{} // buffered: the answerer never blocks
 }
 
-func newProposal(ctx context.Context, cmd persistence.Cmd) *proposal {
+func newProposal(ctx context.Context, cmd command.Cmd) *proposal {
 	return &proposal{ctx: ctx, queued: time.Now(), cmd: cmd, done: make(chan struct{}, 1)}
 }
 
@@ -104,7 +105,7 @@ func newCollector(n *Node) *collector {
 }
 
 // propose queues cmd and waits for its result or ctx's end.
-func (c *collector) propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+func (c *collector) propose(ctx context.Context, cmd *command.Cmd) (persistence.Result, error) {
 	p := newProposal(ctx, *cmd)
 	select {
 	case c.queue <- p:
@@ -177,10 +178,10 @@ func (c *collector) take(first *proposal) []*proposal {
 // with its error and returns the others. (A JSON-encoded command refuses
 // strings that are not UTF-8; the API refuses them at the door, but one that
 // got into the store must not fail every proposal packed with its prune.)
-func dropUnencodable(batch []*proposal, cmds []persistence.Cmd) ([]*proposal, []persistence.Cmd) {
+func dropUnencodable(batch []*proposal, cmds []command.Cmd) ([]*proposal, []command.Cmd) {
 	keep := 0
 	for i, p := range batch {
-		if _, err := EncodeEntry(cmds[i : i+1]); err != nil {
+		if _, err := command.EncodeEntry(cmds[i : i+1]); err != nil {
 			p.answer(proposalAnswer{err: err})
 			continue
 		}
@@ -191,8 +192,8 @@ func dropUnencodable(batch []*proposal, cmds []persistence.Cmd) ([]*proposal, []
 }
 
 // encode encodes an entry into a buffer of its own.
-func (c *collector) encode(cmds []persistence.Cmd) ([]byte, error) {
-	buf, err := appendEntryTo(c.entryBuf[:0], cmds)
+func (c *collector) encode(cmds []command.Cmd) ([]byte, error) {
+	buf, err := command.AppendEntry(c.entryBuf[:0], cmds)
 	if cap(buf) <= maxKeptEntryBuf {
 		c.entryBuf = buf
 	}
@@ -205,7 +206,7 @@ func (c *collector) encode(cmds []persistence.Cmd) ([]byte, error) {
 // send proposes batch as one entry; a goroutine answers every proposal of
 // it once raft has applied it, and frees the slot.
 func (c *collector) send(batch []*proposal) {
-	cmds := make([]persistence.Cmd, len(batch))
+	cmds := make([]command.Cmd, len(batch))
 	for i, p := range batch {
 		cmds[i] = p.cmd
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // startAlone starts a single-voter node on dataDir's store with its raft
@@ -30,7 +31,7 @@ func startAloneWith(t *testing.T, dataDir, logDir string, change func(*Config)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsm, err := NewFSM(store, logger)
+	fsm, err := NewFSM(StoreState(store), logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestRaftLogDirApartFromTheStore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for range 5 { // one entry each: the store applies past the other log's end
-		if _, err := node.Propose(ctx, &persistence.Cmd{Merchant: &persistence.Merchant{ID: "mer_apart"}}); err != nil {
+		if _, err := node.Propose(ctx, &command.Cmd{Merchant: &command.Merchant{ID: "mer_apart"}}); err != nil {
 			t.Fatal(err)
 		}
 	}

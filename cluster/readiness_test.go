@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // A follower restarted after missing writes has caught up only once it
@@ -24,7 +25,7 @@ func TestFollowerReadyWaitsForTheLeadersCommit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, n := range h.nodes {
-		if err := l.Join(ctx, persistence.Member{NodeID: n.id, RaftAddr: string(n.addr), HTTPAddr: "http-" + n.id}); err != nil {
+		if err := l.Join(ctx, command.Member{NodeID: n.id, RaftAddr: string(n.addr), HTTPAddr: "http-" + n.id}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // Concurrent proposals share log entries, and each proposer still gets the
@@ -29,7 +30,7 @@ func TestProposalsSharePackedEntries(t *testing.T) {
 			for i := range each {
 				oid := fmt.Sprintf("pack-%d-%d", w, i)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				res, err := leader.Propose(ctx, &persistence.Cmd{Order: createCmd(oid, "txn-"+oid)})
+				res, err := leader.Propose(ctx, &command.Cmd{Order: createCmd(oid, "txn-"+oid)})
 				cancel()
 				switch {
 				case err != nil:
@@ -59,7 +60,7 @@ func TestCancelledProposalIsNotProposed(t *testing.T) {
 	_, leader := h.leader()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := leader.Propose(ctx, &persistence.Cmd{Order: createCmd("gone", "txn-gone")})
+	_, err := leader.Propose(ctx, &command.Cmd{Order: createCmd("gone", "txn-gone")})
 	if err == nil {
 		t.Fatal("a cancelled proposal succeeded")
 	}
@@ -131,7 +132,7 @@ func TestReadBarrierOfASoleVoter(t *testing.T) {
 	h.start(1, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := leader.Join(ctx, persistence.Member{NodeID: "n1", RaftAddr: "inmem-1", HTTPAddr: "http-n1"}); err != nil {
+	if err := leader.Join(ctx, command.Member{NodeID: "n1", RaftAddr: "inmem-1", HTTPAddr: "http-n1"}); err != nil {
 		t.Fatal(err)
 	}
 	before = leader.verify.rounds.Load()

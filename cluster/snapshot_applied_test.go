@@ -22,12 +22,12 @@ import (
 func TestSnapshotAppliedReadsTheStateFileHead(t *testing.T) {
 	dir := t.TempDir()
 	store, id := snapshotAt(t, dir, 87)
-	got, err := snapshotApplied(unopenable{store}, dir, id)
+	got, err := snapshotApplied(StoreState(nil), unopenable{store}, dir, id)
 	if err != nil || got != 87 {
 		t.Fatalf("read from the state file: %d, %v; want 87", got, err)
 	}
 	// Elsewhere than raft's layout: through Open.
-	got, err = snapshotApplied(store, t.TempDir(), id)
+	got, err = snapshotApplied(StoreState(nil), store, t.TempDir(), id)
 	if err != nil || got != 87 {
 		t.Fatalf("read through Open: %d, %v; want 87", got, err)
 	}
@@ -88,7 +88,7 @@ func TestRecoverStoreDecides(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { store.Close() })
-		f, err := NewFSM(store, logger)
+		f, err := NewFSM(StoreState(store), logger)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,10 +135,10 @@ func TestLogCoversStoreUpToTheSnapshotsAppliedIndex(t *testing.T) {
 	dir := t.TempDir()
 	snaps, _ := snapshotAtIndex(t, dir, 4013, 513)
 	logs := raft.NewInmemStore()
-	if err := checkLogCoversStore(4013, logs, snaps, dir, "wal"); err != nil {
+	if err := checkLogCoversStore(StoreState(nil), 4013, logs, snaps, dir, "wal"); err != nil {
 		t.Fatalf("a store at the snapshot's applied index: %v", err)
 	}
-	if err := checkLogCoversStore(4014, logs, snaps, dir, "wal"); err == nil {
+	if err := checkLogCoversStore(StoreState(nil), 4014, logs, snaps, dir, "wal"); err == nil {
 		t.Fatal("a store past the snapshot and the log was accepted")
 	}
 }
@@ -153,7 +153,7 @@ func TestFailedRestoreStopsTheNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := NewFSM(store, logger)
+	f, err := NewFSM(StoreState(store), logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestFailedRestoreStopsTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	f, err = NewFSM(store, logger)
+	f, err = NewFSM(StoreState(store), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

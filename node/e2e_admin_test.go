@@ -63,7 +63,20 @@ func TestAdminRefusesHarmfulChanges(t *testing.T) {
 		// Added, it would count against the quorum at once: a single node
 		// would stop leading.
 		expectAdminError(t, n, "/admin/v1/cluster/join", `{"node_id":"n2","raft_addr":"127.0.0.1:1","http_addr":"127.0.0.1:2"}`, 422, "2.01", "raft_addr")
-		time.Sleep(500 * time.Millisecond) // past an election timeout, had it been added
+		// Not added: raft's configuration still holds this node alone, and
+		// it still leads.
+		var view struct {
+			Members []struct {
+				ID string `json:"id"`
+			} `json:"members"`
+		}
+		if _, err := n.Admin("GET", "/admin/v1/cluster", "", &view); err != nil || len(view.Members) != 1 || view.Members[0].ID != n.ID {
+			t.Fatalf("after the refused join: %+v %v", view, err)
+		}
+		var st nodetest.SelfStatus
+		if _, err := n.Admin("GET", "/admin/v1/cluster/self", "", &st); err != nil || st.State != "Leader" {
+			t.Fatalf("after the refused join: %+v %v", st, err)
+		}
 		resp, err := http.Get(n.URL() + "/readyz")
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("the node must still serve: %v %v", resp, err)

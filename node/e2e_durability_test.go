@@ -120,8 +120,10 @@ func TestPendingAuthorisationResumesAfterKill(t *testing.T) {
 		st := m2.WaitStatus(t, id, "authorized", 10*time.Second)
 		onlyTxn(t, st)
 	}
-	// Nothing else happens to them later.
-	time.Sleep(300 * time.Millisecond)
+	// Nothing else happens to them later: the start's resume pass, the one
+	// source of their authorisation, named each once, and an authorised
+	// order is no longer pending for any later pass.
+	waitResumed(t, n2, len(ids))
 	for _, id := range ids {
 		onlyTxn(t, m2.Post(t, "status", map[string]any{"order_id": id}))
 	}
@@ -162,7 +164,7 @@ func TestPendingAuthorisationsAcrossASnapshotResumeAfterKill(t *testing.T) {
 	for _, id := range ids {
 		onlyTxn(t, m2.WaitStatus(t, id, "authorized", 10*time.Second))
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitResumed(t, n2, len(ids))
 	for _, id := range ids {
 		onlyTxn(t, m2.Post(t, "status", map[string]any{"order_id": id}))
 	}
@@ -191,9 +193,11 @@ func TestNoCardNumberAtRest(t *testing.T) {
 	n := nodetest.Start(t, nodetest.Options{DataDir: dir, Args: []string{"--log-level", "debug"}})
 	m := n.CreateMerchant(t, 10000)
 	cards := []string{"4111111111111111", "5555555555554444", "378282246310005", "4000000000000002", "4242424242424242"}
+	var ids []string
 	for _, c := range cards {
 		id := newOrderID("pan")
 		m.Post(t, "charge", chargeBody(id, c, 100, 24))
+		ids = append(ids, id)
 	}
 	// A validation failure echoes nothing of the card either.
 	bad := chargeBody(newOrderID("pan-bad"), "4111111111111111", 100, 24)
@@ -204,7 +208,15 @@ func TestNoCardNumberAtRest(t *testing.T) {
 	// header; fasthttp's error used to quote the request, body included.
 	wrapped := chargeBody(newOrderID("pan-wrapped"), "4111111111111111", 100, 24)
 	postWithWrappedSignature(t, n, m, wrapped)
-	time.Sleep(200 * time.Millisecond)
+	// Every charge answered by the acquirer (its token and result written)
+	// before the node stops and the data dir is read.
+	for _, id := range ids {
+		for deadline := time.Now().Add(10 * time.Second); m.Post(t, "status", map[string]any{"order_id": id}).Str("status") == "processing"; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("order %s still processing", id)
+			}
+		}
+	}
 	if err := n.Stop(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -421,4 +433,24 @@ func TestStopDoesNotWaitForSilentConnections(t *testing.T) {
 		t.Fatalf("SIGTERM with a silent and a half-sent connection open: %v", err)
 	}
 	t.Logf("stopped in %s", time.Since(start))
+}
+
+// waitResumed waits for the node's start-up pass over the pending
+// authorisations, and checks it resumed count of them.
+func waitResumed(t *testing.T, n *nodetest.Node, count int) {
+	t.Helper()
+	want := fmt.Sprintf(`"count":%d`, count)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for _, line := range strings.Split(n.Logs(), "\n") {
+			if strings.Contains(line, "resumed pending authorisations") {
+				if !strings.Contains(line, want) {
+					t.Fatalf("resume pass: %s; want %s", line, want)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no resume pass logged:\n%s", n.Logs())
+		}
+	}
 }

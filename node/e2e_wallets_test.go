@@ -237,7 +237,7 @@ func TestWalletRoundTrip(t *testing.T) {
 		m.WaitStatus(t, id, "settled", 5*time.Second)
 	})
 
-	time.Sleep(200 * time.Millisecond)
+	// Stopped, the node has written and closed everything it will.
 	if err := n.Stop(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}

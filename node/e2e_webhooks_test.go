@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,6 +107,25 @@ func chargeWithCallback(m *nodetest.Merchant, t *testing.T, url string) string {
 	return id
 }
 
+// waitDeliveryStates waits until the operator's view lists the order's
+// notifications in the given states, and returns it.
+func waitDeliveryStates(t *testing.T, n *nodetest.Node, merchant, orderID string, states ...string) []map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		d := listDeliveries(t, n, merchant, orderID)
+		got := make([]string, len(d))
+		for i := range d {
+			got[i], _ = d[i]["state"].(string)
+		}
+		if slices.Equal(got, states) {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries of %s in states %v, want %v: %v", orderID, got, states, d)
+		}
+	}
+}
+
 func listDeliveries(t *testing.T, n *nodetest.Node, merchant, orderID string) []map[string]any {
 	t.Helper()
 	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/admin/v1/webhooks?merchant_id=%s&order_id=%s", n.URL(), merchant, orderID), nil)
@@ -151,13 +171,11 @@ func TestWebhookDeliveredSigned(t *testing.T) {
 	if !strings.Contains(string(c2.body), `"status":"settled"`) {
 		t.Fatalf("second notification: %s", c2.body)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Once both are recorded delivered (final: nothing schedules them
+	// again), they were sent once each.
+	waitDeliveryStates(t, n, m.ID, id, "delivered", "delivered")
 	if got := len(rcv.Calls()); got != 2 {
 		t.Fatalf("delivered notifications are not sent again: %d calls", got)
-	}
-	d := listDeliveries(t, n, m.ID, id)
-	if len(d) != 2 || d[0]["state"] != "delivered" || d[1]["state"] != "delivered" {
-		t.Fatalf("admin view: %v", d)
 	}
 }
 
@@ -177,11 +195,7 @@ func TestWebhookRetriesOnSchedule(t *testing.T) {
 			t.Errorf("attempt %d at +%s, want about +%s", i+1, off, delays[i-1])
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
-	d := listDeliveries(t, n, m.ID, id)
-	if len(d) != 1 || d[0]["state"] != "delivered" {
-		t.Fatalf("admin view: %v", d)
-	}
+	d := waitDeliveryStates(t, n, m.ID, id, "delivered")
 	attempts := d[0]["attempts"].([]any)
 	if len(attempts) != 4 {
 		t.Fatalf("want 4 attempts recorded: %v", attempts)
@@ -213,7 +227,8 @@ func TestWebhookFailsThenRedeliver(t *testing.T) {
 	if d[0]["state"] != "failed" || len(d[0]["attempts"].([]any)) != 3 {
 		t.Fatalf("want failed after 3 attempts: %v", d)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Failed is final: nothing schedules it again, and its three attempts
+	// are the receiver's three calls.
 	if len(rcv.Calls()) != 3 {
 		t.Fatalf("a failed delivery is not retried: %d calls", len(rcv.Calls()))
 	}
@@ -236,14 +251,12 @@ func TestWebhookFailsThenRedeliver(t *testing.T) {
 	if !strings.Contains(string(calls[0].body), `"order_id":"`+id+`"`) {
 		t.Fatalf("notification body: %s", calls[0].body)
 	}
-	deadline = time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if d = listDeliveries(t, n, m.ID, id); d[0]["state"] == "delivered" {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Delivered, it has had exactly the three failed attempts and the
+	// redelivery: the failed state was never retried on its own.
+	d = waitDeliveryStates(t, n, m.ID, id, "delivered")
+	if attempts, _ := d[0]["attempts"].([]any); len(attempts) != 4 || len(rcv.Calls()) != 4 {
+		t.Fatalf("%d attempts recorded and %d calls, want 4 of each: %v", len(attempts), len(rcv.Calls()), d)
 	}
-	t.Fatalf("redelivered notification not marked delivered: %v", d)
 }
 
 // SIGKILL while a retry is pending: after restart the notification still
@@ -275,7 +288,7 @@ func TestWebhookSurvivesKill(t *testing.T) {
 	if off < 2*time.Second-20*time.Millisecond || off > 3500*time.Millisecond {
 		t.Fatalf("retry after restart at +%s, want about +2s from the first attempt", off)
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitDeliveryStates(t, n, m.ID, id, "delivered")
 	if len(rcv.Calls()) != 2 {
 		t.Fatalf("delivered notification sent again: %d calls", len(rcv.Calls()))
 	}
@@ -452,9 +465,17 @@ func TestWebhookFailedDeliveryOutlivesRetention(t *testing.T) {
 			t.Fatalf("delivered notification never pruned: %s", state(delivered))
 		}
 	}
-	time.Sleep(2 * retention) // more passes, past the failed one's retention too
+	// A pass that prunes a notification delivered after the failed one had
+	// failed had the failed one past its retention too, and kept it.
+	later := chargeWithCallback(m, t, up.URL())
+	waitDeliveryStates(t, n, m.ID, later, "delivered")
+	for deadline := time.Now().Add(10 * time.Second); state(later) != "pruned"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the later delivered notification never pruned: %s", state(later))
+		}
+	}
 	if s := state(failed); s != "failed" {
-		t.Fatalf("failed delivery after %v of retention passes: %s, want failed", 2*retention, s)
+		t.Fatalf("failed delivery after a retention pass past it: %s, want failed", s)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/paygate/gateway/actors"
 	"github.com/paygate/gateway/cluster"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/acquirer/host"
 	"github.com/paygate/gateway/transport/acquirer/link"
@@ -95,7 +96,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if n.store, err = persistence.Open(filepath.Join(cfg.DataDir, "state"), logger); err != nil {
 		return nil, err
 	}
-	fsm, err := cluster.NewFSM(n.store, logger)
+	fsm, err := cluster.NewFSM(cluster.StoreState(n.store), logger)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func (n *Node) loadMerchants() error {
 
 // onCommit runs on the FSM goroutine after each batch: keep the merchant
 // directory current. It must not block.
-func (n *Node) onCommit(created []*persistence.Notification, merchants []*persistence.Merchant) {
+func (n *Node) onCommit(created []*persistence.Notification, merchants []*command.Merchant) {
 	if len(created) > 0 && n.webhooks != nil {
 		n.webhooks.Offer(created)
 	}
@@ -345,7 +346,7 @@ func (n *Node) ensureDevMerchant() {
 		n.logger.Error("dev merchant", "error", err)
 		return
 	}
-	if _, err := n.raft.Propose(context.Background(), &persistence.Cmd{Merchant: rec}); err != nil {
+	if _, err := n.raft.Propose(context.Background(), &command.Cmd{Merchant: rec}); err != nil {
 		n.logger.Error("dev merchant", "error", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
 )
 
@@ -125,12 +126,12 @@ func (n *Node) rewrapPass(ctx context.Context) (left int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	var batch []persistence.RewrapEntry
+	var batch []command.RewrapEntry
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		res, err := n.raft.Propose(ctx, &persistence.Cmd{VaultRewrap: &persistence.VaultRewrap{Entries: batch}})
+		res, err := n.raft.Propose(ctx, &command.Cmd{VaultRewrap: &command.VaultRewrap{Entries: batch}})
 		if err == nil {
 			left += len(batch) - res.Rewrapped
 		}
@@ -183,7 +184,7 @@ func (n *Node) rewrapPass(ctx context.Context) (left int, err error) {
 
 // resealMerchant re-seals a merchant record's secrets that the current key
 // did not seal; ok is false when there is nothing to do.
-func (n *Node) resealMerchant(m *persistence.Merchant, raw []byte) (persistence.RewrapEntry, bool, error) {
+func (n *Node) resealMerchant(m *command.Merchant, raw []byte) (command.RewrapEntry, bool, error) {
 	changed := false
 	for _, f := range []struct {
 		sealed  *[]byte
@@ -197,16 +198,16 @@ func (n *Node) resealMerchant(m *persistence.Merchant, raw []byte) (persistence.
 		}
 		b, err := n.vault.Reseal(*f.sealed, vault.AAD(f.purpose, m.ID))
 		if err != nil {
-			return persistence.RewrapEntry{}, false, err
+			return command.RewrapEntry{}, false, err
 		}
 		*f.sealed, changed = b, true
 	}
 	if !changed {
-		return persistence.RewrapEntry{}, false, nil
+		return command.RewrapEntry{}, false, nil
 	}
 	val, err := persistence.EncodeMerchant(m)
 	if err != nil {
-		return persistence.RewrapEntry{}, false, err
+		return command.RewrapEntry{}, false, err
 	}
 	return persistence.NewRewrapEntry(persistence.MerchantKey(m.ID), raw, val), true, nil
 }

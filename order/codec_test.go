@@ -1,5 +1,11 @@
 package order_test
 
+// The binary codec lives in persistence/command; its round-trip, property
+// and fuzz tests live here, beside the generators of every kind of order
+// and command (fixtures_test.go, apply_property_test.go) they feed it. Only
+// this external test package imports the codec: package order itself knows
+// nothing of the log. The known-answer fixtures are beside the codec.
+
 import (
 	"bytes"
 	"fmt"
@@ -10,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // fillMode says how fillRandom sets a field.
@@ -189,43 +196,43 @@ func roundTrip[T any](t *testing.T, where string, v *T, enc func([]byte, *T) []b
 
 func TestOrderCodecRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 0x6f72646572))
-	roundTrip(t, "zero order", &order.Order{}, order.AppendOrder, order.DecodeOrder)
+	roundTrip(t, "zero order", &order.Order{}, command.AppendOrder, command.DecodeOrder)
 	for i := range 2000 {
 		mode := fillMode(i % 2)
 		o := randomOrder(t, rng, mode)
 		if mode == fillAll {
 			checkAllSet(t, reflect.ValueOf(o).Elem(), "Order")
 		}
-		roundTrip(t, fmt.Sprintf("order %d", i), o, order.AppendOrder, order.DecodeOrder)
+		roundTrip(t, fmt.Sprintf("order %d", i), o, command.AppendOrder, command.DecodeOrder)
 	}
 	for _, fx := range fxOrders() {
-		roundTrip(t, "fixture "+fx.name, fx.order(), order.AppendOrder, order.DecodeOrder)
+		roundTrip(t, "fixture "+fx.name, fx.order(), command.AppendOrder, command.DecodeOrder)
 	}
 }
 
 func TestCommandCodecRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 0x636d64))
-	roundTrip(t, "zero command", &order.Command{}, order.AppendCommand, order.DecodeCommand)
+	roundTrip(t, "zero command", &order.Command{}, command.AppendCommand, command.DecodeCommand)
 	for i := range 2000 {
 		mode := fillMode(i % 2)
 		c := randomCommand(t, rng, mode)
 		if mode == fillAll {
 			checkAllSet(t, reflect.ValueOf(c).Elem(), "Command")
 		}
-		roundTrip(t, fmt.Sprintf("command %d", i), c, order.AppendCommand, order.DecodeCommand)
+		roundTrip(t, fmt.Sprintf("command %d", i), c, command.AppendCommand, command.DecodeCommand)
 	}
 }
 
 func TestTokenGrantCodecRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 0x746f6b))
-	roundTrip(t, "zero token grant", &order.TokenGrant{}, order.AppendTokenGrant, order.DecodeTokenGrant)
+	roundTrip(t, "zero token grant", &order.TokenGrant{}, command.AppendTokenGrant, command.DecodeTokenGrant)
 	for i := range 500 {
 		mode := fillMode(i % 2)
 		g := randomTokenGrant(t, rng, mode)
 		if mode == fillAll {
 			checkAllSet(t, reflect.ValueOf(g).Elem(), "TokenGrant")
 		}
-		roundTrip(t, fmt.Sprintf("token grant %d", i), g, order.AppendTokenGrant, order.DecodeTokenGrant)
+		roundTrip(t, fmt.Sprintf("token grant %d", i), g, command.AppendTokenGrant, command.DecodeTokenGrant)
 	}
 }
 
@@ -241,17 +248,17 @@ func TestCodecRoundTripsApply(t *testing.T) {
 		for step := range 30 {
 			where := fmt.Sprintf("run %d step %d", run, step)
 			cmd := g.command(cur)
-			roundTrip(t, where+" command", cmd, order.AppendCommand, order.DecodeCommand)
+			roundTrip(t, where+" command", cmd, command.AppendCommand, command.DecodeCommand)
 			next, _ := order.Apply(cur, cmd)
 			if next == nil {
 				continue
 			}
-			roundTrip(t, where+" order", next, order.AppendOrder, order.DecodeOrder)
+			roundTrip(t, where+" order", next, command.AppendOrder, command.DecodeOrder)
 			if cur != nil {
-				dc, _ := order.DecodeOrder(order.AppendOrder(nil, cur))
-				dcmd, _ := order.DecodeCommand(order.AppendCommand(nil, cmd))
+				dc, _ := command.DecodeOrder(command.AppendOrder(nil, cur))
+				dcmd, _ := command.DecodeCommand(command.AppendCommand(nil, cmd))
 				again, _ := order.Apply(dc, dcmd)
-				if !bytes.Equal(order.AppendOrder(nil, again), order.AppendOrder(nil, next)) {
+				if !bytes.Equal(command.AppendOrder(nil, again), command.AppendOrder(nil, next)) {
 					t.Fatalf("%s: Apply on decoded values differs", where)
 				}
 			}
@@ -265,11 +272,11 @@ func TestCodecRoundTripsApply(t *testing.T) {
 // the same bytes.
 func TestCodecEmptySliceIsNil(t *testing.T) {
 	a, b := &order.Order{ID: "o"}, &order.Order{ID: "o", Txns: []order.Transaction{}}
-	if !bytes.Equal(order.AppendOrder(nil, a), order.AppendOrder(nil, b)) {
+	if !bytes.Equal(command.AppendOrder(nil, a), command.AppendOrder(nil, b)) {
 		t.Fatal("nil and empty Txns encode differently")
 	}
 	c := &order.Command{Create: &order.CreateData{SealedCard: []byte{}}}
-	got, err := order.DecodeCommand(order.AppendCommand(nil, c))
+	got, err := command.DecodeCommand(command.AppendCommand(nil, c))
 	if err != nil || got.Create.SealedCard != nil {
 		t.Fatalf("empty SealedCard: %v %#v", err, got)
 	}
@@ -302,13 +309,13 @@ func TestCodecRejectsGarbage(t *testing.T) {
 			_ = dec(bad) // must not panic
 		}
 	}
-	decO := func(b []byte) error { _, err := order.DecodeOrder(b); return err }
-	decC := func(b []byte) error { _, err := order.DecodeCommand(b); return err }
-	decT := func(b []byte) error { _, err := order.DecodeTokenGrant(b); return err }
+	decO := func(b []byte) error { _, err := command.DecodeOrder(b); return err }
+	decC := func(b []byte) error { _, err := command.DecodeCommand(b); return err }
+	decT := func(b []byte) error { _, err := command.DecodeTokenGrant(b); return err }
 	for i := range 50 {
-		check(fmt.Sprintf("order %d", i), order.AppendOrder(nil, randomOrder(t, rng, fillMode(i%2))), decO)
-		check(fmt.Sprintf("command %d", i), order.AppendCommand(nil, randomCommand(t, rng, fillMode(i%2))), decC)
-		check(fmt.Sprintf("token grant %d", i), order.AppendTokenGrant(nil, randomTokenGrant(t, rng, fillMode(i%2))), decT)
+		check(fmt.Sprintf("order %d", i), command.AppendOrder(nil, randomOrder(t, rng, fillMode(i%2))), decO)
+		check(fmt.Sprintf("command %d", i), command.AppendCommand(nil, randomCommand(t, rng, fillMode(i%2))), decC)
+		check(fmt.Sprintf("token grant %d", i), command.AppendTokenGrant(nil, randomTokenGrant(t, rng, fillMode(i%2))), decT)
 	}
 	for _, b := range [][]byte{
 		nil, {1}, {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
@@ -336,16 +343,16 @@ func codecSeeds(f *testing.F, enc func(*rand.Rand) []byte) {
 // FuzzDecodeOrder: any input decodes without panicking, and what decodes
 // encodes back to a value that decodes the same.
 func FuzzDecodeOrder(f *testing.F) {
-	codecSeeds(f, func(rng *rand.Rand) []byte { return order.AppendOrder(nil, randomOrder(f, rng, fillMixed)) })
+	codecSeeds(f, func(rng *rand.Rand) []byte { return command.AppendOrder(nil, randomOrder(f, rng, fillMixed)) })
 	for _, fx := range fxOrders() {
-		f.Add(order.AppendOrder(nil, fx.order()))
+		f.Add(command.AppendOrder(nil, fx.order()))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		o, err := order.DecodeOrder(b)
+		o, err := command.DecodeOrder(b)
 		if err != nil {
 			return
 		}
-		again, err := order.DecodeOrder(order.AppendOrder(nil, o))
+		again, err := command.DecodeOrder(command.AppendOrder(nil, o))
 		if err != nil || !reflect.DeepEqual(again, o) {
 			t.Fatalf("re-encoding changed the order: %v", err)
 		}
@@ -354,13 +361,13 @@ func FuzzDecodeOrder(f *testing.F) {
 
 // FuzzDecodeCommand is FuzzDecodeOrder for commands.
 func FuzzDecodeCommand(f *testing.F) {
-	codecSeeds(f, func(rng *rand.Rand) []byte { return order.AppendCommand(nil, randomCommand(f, rng, fillMixed)) })
+	codecSeeds(f, func(rng *rand.Rand) []byte { return command.AppendCommand(nil, randomCommand(f, rng, fillMixed)) })
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := order.DecodeCommand(b)
+		c, err := command.DecodeCommand(b)
 		if err != nil {
 			return
 		}
-		again, err := order.DecodeCommand(order.AppendCommand(nil, c))
+		again, err := command.DecodeCommand(command.AppendCommand(nil, c))
 		if err != nil || !reflect.DeepEqual(again, c) {
 			t.Fatalf("re-encoding changed the command: %v", err)
 		}
@@ -382,12 +389,12 @@ func benchOrder() *order.Order {
 // used before (go-json-experiment/json, deterministic as putJSON wrote it).
 func BenchmarkOrderCodec(b *testing.B) {
 	o := benchOrder()
-	benchCodec(b, o, order.AppendOrder, order.DecodeOrder, json.Deterministic(true))
+	benchCodec(b, o, command.AppendOrder, command.DecodeOrder, json.Deterministic(true))
 	b.Run("encode/binary-reused-buffer", func(b *testing.B) {
 		b.ReportAllocs()
 		buf := make([]byte, 0, 1024)
 		for b.Loop() {
-			buf = order.AppendOrder(buf[:0], o)
+			buf = command.AppendOrder(buf[:0], o)
 		}
 	})
 }
@@ -401,7 +408,7 @@ func BenchmarkCommandCodec(b *testing.B) {
 			Website: o.Website, ProcessingMID: o.ProcessingMID, CallbackURL: o.CallbackURL,
 			SettleDelayHours: o.SettleDelayHours, Source: o.Source, SealedCard: bytes.Repeat([]byte{0xa5}, 96),
 			ThreeDS: o.ThreeDS}}
-	benchCodec(b, c, order.AppendCommand, order.DecodeCommand)
+	benchCodec(b, c, command.AppendCommand, command.DecodeCommand)
 }
 
 // benchCodec runs encode and decode of v in the binary codec and in JSON.

@@ -6,6 +6,10 @@
 // Command, decided once by the leader before proposing. The order actor calls
 // Apply to decide before it proposes; the Raft FSM calls the same function to
 // apply the committed command, so every replica computes the same bytes.
+// They share the idempotency rule the same way (UseOfKey).
+//
+// It knows nothing of how commands and orders are encoded in the log or the
+// store: that is package persistence/command's.
 //
 // order/ is the domain, the middle of the dependency graph: it and its
 // sibling fact tables (order/card: Luhn, brands, CVV length, expiry,

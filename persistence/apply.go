@@ -7,33 +7,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/go-json-experiment/json"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
-
-// IdempotencyWindow is how long an Idempotency-Key replays its first answer.
-const IdempotencyWindow = 24 * time.Hour
-
-// Cmd is one command of the replicated log. Exactly one field is set.
-type Cmd struct {
-	Order    *order.Command `json:"o,omitempty"`
-	Merchant *Merchant      `json:"m,omitempty"`
-	Notify   *NotifyUpdate  `json:"n,omitempty"`
-	// NotifyPrune and IdemPrune remove what has outlived its retention
-	// (retention.go).
-	NotifyPrune *NotifyPrune `json:"np,omitempty"`
-	IdemPrune   *IdemPrune   `json:"ip,omitempty"`
-	// Member records a cluster member (members.go).
-	Member *Member `json:"mb,omitempty"`
-	// MerchantKeys rotates a merchant's key pair (merchant_keys.go).
-	MerchantKeys *MerchantKeys `json:"mk,omitempty"`
-	// VaultRewrap re-seals values under the current vault key (rewrap.go).
-	VaultRewrap *VaultRewrap `json:"vr,omitempty"`
-}
 
 // Result is what applying a Cmd did; the proposer gets it back.
 type Result struct {
@@ -52,7 +32,7 @@ type Result struct {
 	// Rewrapped is how many values a VaultRewrap replaced.
 	Rewrapped int
 	// Merchant is the merchant record a key rotation wrote.
-	Merchant *Merchant
+	Merchant *command.Merchant
 	Err      error
 }
 
@@ -259,7 +239,7 @@ func (b *Batch) del(key []byte) {
 
 // Apply applies one command. It is deterministic: the same command on the
 // same state gives the same writes and result on every replica.
-func (b *Batch) Apply(c *Cmd) Result {
+func (b *Batch) Apply(c *command.Cmd) Result {
 	switch {
 	case c.Order != nil:
 		return b.applyOrder(c.Order)
@@ -290,14 +270,13 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 		if err != nil {
 			panic(fmt.Sprintf("persistence: read idempotency record: %v", err))
 		}
-		if rec != nil && cmd.Time-rec.CreatedAt < int64(IdempotencyWindow) {
-			if rec.RequestHash == cmd.RequestHash {
+		if rec != nil {
+			switch order.UseOfKey(rec.CreatedAt, rec.RequestHash, cmd.Time, cmd.RequestHash) {
+			case order.KeyRepeat:
 				return Result{Replayed: rec}
+			case order.KeyConflict:
+				return Result{Outcome: order.Outcome{Reject: order.KeyConflictRejection()}}
 			}
-			return Result{Outcome: order.Outcome{Reject: &order.Rejection{
-				Kind: order.RejectConflict, Attribute: "idempotency-key",
-				Message: "Idempotency-Key has already been used with a different request",
-			}}}
 		}
 	}
 	key := orderKey(cmd.Merchant, cmd.OrderID) // next's too: an order's key never changes
@@ -335,7 +314,7 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 // Secure indexes (forms.go). key is the order's (orderKey).
 func (b *Batch) putOrder(key []byte, cur, next *order.Order) {
 	k := string(key) // one copy for the batch's maps and then the cache's
-	b.encBuf = order.AppendOrder(b.encBuf[:0], next)
+	b.encBuf = command.AppendOrder(b.encBuf[:0], next)
 	b.setAs(k, key, bytes.Clone(b.encBuf))
 	b.orders[k] = next
 	if cur == nil {
@@ -371,7 +350,7 @@ func (b *Batch) applySideEffects(cmd *order.Command, next *order.Order, out orde
 		b.set(append([]byte(prefixReplay), cmd.Create.ReplayKey...), refKey("", next.Merchant, next.ID))
 	}
 	if cmd.Kind == order.KindAuthOutcome && cmd.Outcome.PaymentToken != "" {
-		b.encBuf = order.AppendTokenGrant(b.encBuf[:0], &TokenRecord{
+		b.encBuf = command.AppendTokenGrant(b.encBuf[:0], &TokenRecord{
 			Merchant: next.Merchant, CardID: next.Source.CardID,
 			ExpiresAt: cmd.Outcome.TokenExpiresAt, Source: next.Source,
 		})

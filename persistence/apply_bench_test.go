@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // chargeCmds are the two commands of one card charge as the order actor
 // proposes them: the acceptance (with a sealed card of the usual size) and
 // the acquirer's approval (with a new payment token).
-func chargeCmds(id string, at int64) (create, outcome *Cmd) {
-	create = &Cmd{Order: &order.Command{
+func chargeCmds(id string, at int64) (create, outcome *command.Cmd) {
+	create = &command.Cmd{Order: &order.Command{
 		Kind: order.KindCreate, Time: at, Merchant: "m_bench", OrderID: id, TxnID: "t-" + id,
 		RequestHash: "h-" + id,
 		Create: &order.CreateData{
@@ -24,7 +25,7 @@ func chargeCmds(id string, at int64) (create, outcome *Cmd) {
 			SealedCard: make([]byte, 120),
 		},
 	}}
-	outcome = &Cmd{Order: &order.Command{
+	outcome = &command.Cmd{Order: &order.Command{
 		Kind: order.KindAuthOutcome, Time: at + 1000, Merchant: "m_bench", OrderID: id, TxnID: "t-" + id,
 		ARN: "arn-" + id,
 		Outcome: &order.OutcomeData{Approved: true, AuthCode: "123456", AVSCheck: "Y", CVVCheck: "M",
@@ -69,7 +70,7 @@ type chargeLoad struct {
 	s       *Store
 	notify  bool
 	idx     uint64
-	pending []*Cmd
+	pending []*command.Cmd
 	stored  int // bytes handed to Pebble
 }
 
@@ -94,8 +95,8 @@ func (l *chargeLoad) run(b *testing.B, n int, prefix string) {
 		l.pending = l.pending[:0]
 		for _, n := range batch.Created {
 			at := int64(l.idx+1) * 1e6
-			l.pending = append(l.pending, &Cmd{Notify: &NotifyUpdate{ID: n.ID, Time: at, Delivered: true,
-				Attempt: &AttemptRecord{At: at, HTTPCode: 200, DurationNs: 1e6}}})
+			l.pending = append(l.pending, &command.Cmd{Notify: &command.NotifyUpdate{ID: n.ID, Time: at, Delivered: true,
+				Attempt: &command.AttemptRecord{At: at, HTTPCode: 200, DurationNs: 1e6}}})
 		}
 		for j := i; j < min(i+chargeLoadPerBatch, n); j++ {
 			create, outcome := chargeCmds(prefix+strconv.Itoa(j), int64(l.idx+1)*1e6)
@@ -190,7 +191,7 @@ func BenchmarkPruneNotifications(b *testing.B) {
 			b.Fatalf("listed %d after %d pruned, err %v", len(list), pruned, err)
 		}
 		batch := l.s.NewBatch()
-		r := batch.Apply(&Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, Entries: list}})
+		r := batch.Apply(&command.Cmd{NotifyPrune: &command.NotifyPrune{Before: 1 << 62, Entries: list}})
 		l.idx++
 		if err := batch.Commit(l.idx); err != nil {
 			b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // No key added is ever reported absent, across the growth into several
@@ -57,7 +58,7 @@ func waitKnownOrders(t *testing.T, s *testStore) {
 // one must be refused as a conflict, never created over the stored order.
 func assertAllExist(t *testing.T, s *testStore, idx uint64, ids []string) {
 	t.Helper()
-	cmds := make([]*Cmd, len(ids))
+	cmds := make([]*command.Cmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = createCmd(id, "other-body")
 	}

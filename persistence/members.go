@@ -2,6 +2,8 @@ package persistence
 
 import (
 	"fmt"
+
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // prefixMember holds the cluster's member records: n/<node_id> → Member JSON.
@@ -10,20 +12,11 @@ import (
 // are replicated like every other state, so every node knows every member.
 const prefixMember = "n/"
 
-// Member is one node of the cluster as recorded in the log.
-type Member struct {
-	NodeID   string `json:"node_id"`
-	RaftAddr string `json:"raft_addr"`
-	HTTPAddr string `json:"http_addr"`
-	// Removed deletes the record: the node left the cluster.
-	Removed bool `json:"removed,omitempty"`
-}
-
 func memberKey(id string) []byte { return append([]byte(prefixMember), id...) }
 
 // applyMember records or deletes a member. An empty id is a rejection that
 // comes out the same on every replica.
-func (b *Batch) applyMember(m *Member) Result {
+func (b *Batch) applyMember(m *command.Member) Result {
 	if m.NodeID == "" {
 		return Result{Err: fmt.Errorf("member record without node_id")}
 	}
@@ -36,11 +29,11 @@ func (b *Batch) applyMember(m *Member) Result {
 }
 
 // Member returns a member's record, or nil.
-func (s *Store) Member(id string) (*Member, error) {
-	return getJSON[Member](s.db, memberKey(id))
+func (s *Store) Member(id string) (*command.Member, error) {
+	return getJSON[command.Member](s.db, memberKey(id))
 }
 
 // Members lists every member record, by node id.
-func (s *Store) Members() ([]Member, error) {
-	return scanJSON[Member](s, prefixMember)
+func (s *Store) Members() ([]command.Member, error) {
+	return scanJSON[command.Member](s, prefixMember)
 }

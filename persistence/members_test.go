@@ -4,6 +4,8 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // Member records are replicated state: written and deleted by commands,
@@ -19,7 +21,7 @@ func TestMembersDigestAndSnapshot(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	apply := func(s *Store, idx uint64, cmds ...Cmd) []Result {
+	apply := func(s *Store, idx uint64, cmds ...command.Cmd) []Result {
 		b := s.NewBatch()
 		defer b.Close()
 		var out []Result
@@ -32,11 +34,11 @@ func TestMembersDigestAndSnapshot(t *testing.T) {
 		return out
 	}
 	a, b := open(), open()
-	n1 := Member{NodeID: "n1", RaftAddr: "127.0.0.1:7001", HTTPAddr: "127.0.0.1:8081"}
-	n2 := Member{NodeID: "n2", RaftAddr: "127.0.0.1:7002", HTTPAddr: "127.0.0.1:8082"}
-	apply(a, 5, Cmd{Member: &n1}, Cmd{Member: &n2})
-	apply(b, 9, Cmd{Member: &n1}, Cmd{Member: &n2}) // same state, other applied index
-	if res := apply(a, 6, Cmd{Member: &Member{}}); res[0].Err == nil {
+	n1 := command.Member{NodeID: "n1", RaftAddr: "127.0.0.1:7001", HTTPAddr: "127.0.0.1:8081"}
+	n2 := command.Member{NodeID: "n2", RaftAddr: "127.0.0.1:7002", HTTPAddr: "127.0.0.1:8082"}
+	apply(a, 5, command.Cmd{Member: &n1}, command.Cmd{Member: &n2})
+	apply(b, 9, command.Cmd{Member: &n1}, command.Cmd{Member: &n2}) // same state, other applied index
+	if res := apply(a, 6, command.Cmd{Member: &command.Member{}}); res[0].Err == nil {
 		t.Fatal("a member without node_id must be refused")
 	}
 	apply(b, 10)
@@ -45,7 +47,7 @@ func TestMembersDigestAndSnapshot(t *testing.T) {
 	if da == "" || da != db || ia != 6 || ib != 10 {
 		t.Fatalf("digests %s@%d and %s@%d", da, ia, db, ib)
 	}
-	apply(b, 11, Cmd{Member: &Member{NodeID: "n2", Removed: true}})
+	apply(b, 11, command.Cmd{Member: &command.Member{NodeID: "n2", Removed: true}})
 	if ms, _ := b.Members(); len(ms) != 1 || ms[0] != n1 {
 		t.Fatalf("after remove: %+v", ms)
 	}

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"errors"
+	"github.com/paygate/gateway/persistence/command"
 	"testing"
 )
 
@@ -11,10 +12,10 @@ import (
 // a result, not a failure.
 func TestMerchantKeyRotation(t *testing.T) {
 	s := newTestStore(t)
-	s.apply(1, &Cmd{Merchant: &Merchant{ID: "m1", APIPublicKey: "pk_a", APISecretSealed: []byte("A"),
+	s.apply(1, &command.Cmd{Merchant: &command.Merchant{ID: "m1", APIPublicKey: "pk_a", APISecretSealed: []byte("A"),
 		WebhookPublicKey: "wh_a", WebhookSecretSealed: []byte("WA")}})
 	rot := func(idx uint64, pair, replaces, pk string, until int64) Result {
-		return s.apply(idx, &Cmd{MerchantKeys: &MerchantKeys{MerchantID: "m1", Pair: pair, Replaces: replaces,
+		return s.apply(idx, &command.Cmd{MerchantKeys: &command.MerchantKeys{MerchantID: "m1", Pair: pair, Replaces: replaces,
 			PublicKey: pk, SecretSealed: []byte(pk), PreviousUntil: until}})[0]
 	}
 	if r := rot(2, "api", "pk_a", "pk_b", 5000); r.Err != nil || r.Merchant == nil || r.Merchant.APIPublicKey != "pk_b" {
@@ -34,7 +35,7 @@ func TestMerchantKeyRotation(t *testing.T) {
 		string(m.PreviousAPISecretSealed) != "A" || m.PreviousAPIUntil != 5000 || m.WebhookPublicKey != "wh_b" {
 		t.Fatalf("stored after the rotations: %+v", m)
 	}
-	r := s.apply(5, &Cmd{MerchantKeys: &MerchantKeys{MerchantID: "nobody", Pair: "api"}})[0]
+	r := s.apply(5, &command.Cmd{MerchantKeys: &command.MerchantKeys{MerchantID: "nobody", Pair: "api"}})[0]
 	if !errors.Is(r.Err, ErrUnknownMerchant) {
 		t.Fatalf("unknown merchant: %+v", r)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // NotifyState is where a notification's delivery stands.
@@ -41,30 +42,8 @@ type Notification struct {
 	// FinishedAt is when the notification was delivered or failed (0 while
 	// pending): its place in the retention index (x/), pruned after
 	// --webhook-retention.
-	FinishedAt int64           `json:"finished_at,omitempty"`
-	Attempts   []AttemptRecord `json:"attempts,omitempty"`
-}
-
-// AttemptRecord is one delivery attempt.
-type AttemptRecord struct {
-	At         int64  `json:"at"`
-	HTTPCode   int    `json:"http_code,omitempty"`
-	Error      string `json:"error,omitempty"`
-	DurationNs int64  `json:"duration_ns"`
-}
-
-// NotifyUpdate is a replicated change to a notification: an attempt's
-// result with the next due time decided by the leader, or a redelivery.
-type NotifyUpdate struct {
-	ID        string         `json:"id"`
-	Time      int64          `json:"t"`
-	Attempt   *AttemptRecord `json:"attempt,omitempty"`
-	Delivered bool           `json:"delivered,omitempty"`
-	// NextDueAt is the next attempt's time; 0 with !Delivered marks the
-	// delivery failed (the schedule is exhausted).
-	NextDueAt int64 `json:"next_due_at,omitempty"`
-	// Redeliver restarts delivery now with a fresh schedule (operator).
-	Redeliver bool `json:"redeliver,omitempty"`
+	FinishedAt int64                   `json:"finished_at,omitempty"`
+	Attempts   []command.AttemptRecord `json:"attempts,omitempty"`
 }
 
 func notifyKey(id string) []byte { return append([]byte(prefixNotify), id...) }
@@ -105,7 +84,7 @@ func (b *Batch) addNotification(o *order.Order, now int64) {
 	b.Created = append(b.Created, n)
 }
 
-func (b *Batch) applyNotify(u *NotifyUpdate) Result {
+func (b *Batch) applyNotify(u *command.NotifyUpdate) Result {
 	n, err := readNotification(b, u.ID)
 	if err != nil {
 		panic(fmt.Sprintf("persistence: read notification: %v", err))

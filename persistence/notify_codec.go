@@ -8,7 +8,8 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/paygate/gateway/order"
-	"github.com/paygate/gateway/order/wire"
+	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/persistence/command/wire"
 )
 
 // Notification records are stored in binary (package wire), every field in
@@ -102,7 +103,7 @@ func decodeNotification(v []byte) (*Notification, error) {
 	n.FirstAttemptAt = d.Varint()
 	n.NextDueAt = d.Varint()
 	if c := d.Count(attemptBytesMin); c > 0 {
-		n.Attempts = make([]AttemptRecord, c)
+		n.Attempts = make([]command.AttemptRecord, c)
 		for i := range n.Attempts {
 			a := &n.Attempts[i]
 			a.At = d.Varint()

@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 func sampleNotification(attempts int) *Notification {
@@ -19,7 +20,7 @@ func sampleNotification(attempts int) *Notification {
 		NextDueAt: -5, FinishedAt: -7, // any int64 round-trips
 	}
 	for i := range attempts {
-		n.Attempts = append(n.Attempts, AttemptRecord{At: int64(i+1) * 1e9, HTTPCode: 500 + i, Error: fmt.Sprintf("http status %d", 500+i), DurationNs: 1234567})
+		n.Attempts = append(n.Attempts, command.AttemptRecord{At: int64(i+1) * 1e9, HTTPCode: 500 + i, Error: fmt.Sprintf("http status %d", 500+i), DurationNs: 1234567})
 	}
 	return n
 }
@@ -142,9 +143,9 @@ func TestNotificationLifecycle(t *testing.T) {
 		t.Fatalf("record after create: format %d, %d bytes, holds the body: %t", rec[0], len(rec), bytes.Contains(rec, n.Body))
 	}
 
-	failed := AttemptRecord{At: 10, HTTPCode: 503, Error: "http status 503", DurationNs: 7}
+	failed := command.AttemptRecord{At: 10, HTTPCode: 503, Error: "http status 503", DurationNs: 7}
 	b = ts.NewBatch()
-	r := b.Apply(&Cmd{Notify: &NotifyUpdate{ID: n.ID, Time: 10, Attempt: &failed, NextDueAt: 5000}})
+	r := b.Apply(&command.Cmd{Notify: &command.NotifyUpdate{ID: n.ID, Time: 10, Attempt: &failed, NextDueAt: 5000}})
 	if r.Err != nil || r.Notification.State != NotifyPending || r.Notification.NextDueAt != 5000 || len(r.Notification.Attempts) != 1 {
 		t.Fatalf("failed attempt: %+v", r)
 	}
@@ -200,8 +201,8 @@ func TestNotificationLifecycle(t *testing.T) {
 		if got, err := ts.Notification(n.ID); err != nil || !reflect.DeepEqual(got, &want) {
 			t.Fatalf("%s record: %v\n got %+v\nwant %+v", format.name, err, got, &want)
 		}
-		redeliver := &NotifyUpdate{ID: n.ID, Time: 4000 + int64(i), Redeliver: true}
-		r = ts.apply(4+uint64(i), &Cmd{Notify: redeliver})[0]
+		redeliver := &command.NotifyUpdate{ID: n.ID, Time: 4000 + int64(i), Redeliver: true}
+		r = ts.apply(4+uint64(i), &command.Cmd{Notify: redeliver})[0]
 		if r.Err != nil || r.Notification.State != NotifyPending {
 			t.Fatalf("%s record, redelivery: %+v", format.name, r)
 		}
@@ -215,8 +216,8 @@ func TestNotificationLifecycle(t *testing.T) {
 		want.Body = n.Body
 	}
 
-	ok := AttemptRecord{At: 5000, HTTPCode: 200, DurationNs: 9}
-	r = ts.apply(6, &Cmd{Notify: &NotifyUpdate{ID: n.ID, Time: 5000, Attempt: &ok, Delivered: true}})[0]
+	ok := command.AttemptRecord{At: 5000, HTTPCode: 200, DurationNs: 9}
+	r = ts.apply(6, &command.Cmd{Notify: &command.NotifyUpdate{ID: n.ID, Time: 5000, Attempt: &ok, Delivered: true}})[0]
 	if r.Err != nil || r.Notification.State != NotifyDelivered || len(r.Notification.Attempts) != 2 {
 		t.Fatalf("delivery: %+v", r)
 	}

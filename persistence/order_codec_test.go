@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // Orders are stored in the binary codec and read back exactly, from the
@@ -24,8 +25,8 @@ func TestStoredOrderFormat(t *testing.T) {
 		}
 		return v
 	}
-	outcome := func(orderID string) *Cmd {
-		return &Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: 2, Merchant: "m1", OrderID: orderID,
+	outcome := func(orderID string) *command.Cmd {
+		return &command.Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: 2, Merchant: "m1", OrderID: orderID,
 			TxnID: "t-" + orderID, Outcome: &order.OutcomeData{Approved: true, AuthCode: "A1"}}}
 	}
 

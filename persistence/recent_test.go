@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // The FSM reads orders of the last batches from memory (fsmScratch). A
@@ -13,14 +14,14 @@ import (
 // batch itself, the last batch, the one before, the cache, Pebble).
 func TestFSMReadsTheNewestOrderVersion(t *testing.T) {
 	s := newTestStore(t)
-	op := func(kind order.Kind, txn string, amount int64) *Cmd {
-		return &Cmd{Order: &order.Command{Kind: kind, Time: 10, Merchant: "m1", OrderID: "o1",
+	op := func(kind order.Kind, txn string, amount int64) *command.Cmd {
+		return &command.Cmd{Order: &order.Command{Kind: kind, Time: 10, Merchant: "m1", OrderID: "o1",
 			TxnID: txn, Amount: amount}}
 	}
-	outcome := &Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: 2, Merchant: "m1", OrderID: "o1",
+	outcome := &command.Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: 2, Merchant: "m1", OrderID: "o1",
 		TxnID: "t-o1", Outcome: &order.OutcomeData{Approved: true, AuthCode: "A1"}}}
 	idx := uint64(0)
-	apply := func(c *Cmd) Result { idx++; return s.apply(idx, c)[0] }
+	apply := func(c *command.Cmd) Result { idx++; return s.apply(idx, c)[0] }
 	unrelated := func(id string) { apply(createCmd(id, "body")) }
 
 	apply(createCmd("o1", "body"))

@@ -4,9 +4,10 @@ import (
 	"testing"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
-func walletCreate(orderID, hash, replayKey string) *Cmd {
+func walletCreate(orderID, hash, replayKey string) *command.Cmd {
 	c := createCmd(orderID, hash)
 	c.Order.Create.Source.Type = "walleta-pay"
 	c.Order.Create.ReplayKey = replayKey
@@ -18,7 +19,7 @@ func walletCreate(orderID, hash, replayKey string) *Cmd {
 // replays, and the record survives reopening the store.
 func TestWalletReplayIsReplicatedState(t *testing.T) {
 	s := newTestStore(t)
-	apply := func(cmds ...*Cmd) []Result { return s.apply(1, cmds...) }
+	apply := func(cmds ...*command.Cmd) []Result { return s.apply(1, cmds...) }
 	res := apply(walletCreate("o1", "h1", "walleta-pay:aa"), walletCreate("o2", "h2", "walleta-pay:aa"))
 	if !res[0].Outcome.Created {
 		t.Fatalf("first use: %+v", res[0].Outcome)

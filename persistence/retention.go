@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // Retention: two kinds of record are useful for a while only, and each is
@@ -17,7 +19,7 @@ import (
 //     and redelivery for --webhook-retention (x/ indexes it by when it
 //     finished). A failed one stays until it is redelivered: the contract
 //     (section 6) keeps it visible to the admin API.
-//   - An idempotency record answers repeats for IdempotencyWindow and is
+//   - An idempotency record answers repeats for order.IdempotencyWindow and is
 //     dead weight after it (i/ indexes it by when it was written).
 //
 // The leader lists what has expired from the index and proposes its
@@ -27,29 +29,12 @@ import (
 // redelivery, a key used again: each moves or drops its entry) stays.
 // Records written before an index existed are not in it and are kept.
 
-// NotifyPrune removes finished notifications past their retention. Each
-// is named by its retention entry: the FSM removes a notification only if
-// that entry is still there (a redelivery deletes it, and a second finish
-// writes another), which costs a read of the small, time-ordered x/ keys
-// instead of each notification's record.
-type NotifyPrune struct {
-	// Before is the retention cut: notifications finished before it go.
-	Before  int64          `json:"before"`
-	Entries []NotifyExpiry `json:"entries"`
-}
-
-// NotifyExpiry is a finished notification's retention entry.
-type NotifyExpiry struct {
-	ID         string `json:"i"`
-	FinishedAt int64  `json:"t"`
-}
-
 // applyNotifyPrune deletes each listed notification still finished at the
 // listed time, before p.Before: its record, its body and its entry.
-func (b *Batch) applyNotifyPrune(p *NotifyPrune) Result {
+func (b *Batch) applyNotifyPrune(p *command.NotifyPrune) Result {
 	// A failed notification indexed before failed ones were kept (stores
 	// of an earlier version) leaves the index and stays.
-	entries := make([]NotifyExpiry, 0, len(p.Entries))
+	entries := make([]command.NotifyExpiry, 0, len(p.Entries))
 	for _, e := range p.Entries {
 		n, err := readNotification(b, e.ID)
 		if err != nil {
@@ -98,30 +83,13 @@ func (b *Batch) pruneListed(before int64, n int, entry func(i int) ([]byte, int6
 // FinishedNotifications lists up to limit notifications delivered before
 // before (and failed ones an earlier version indexed), oldest first: what
 // the retention pass prunes next.
-func (s *Store) FinishedNotifications(before int64, limit int) ([]NotifyExpiry, error) {
-	var out []NotifyExpiry
+func (s *Store) FinishedNotifications(before int64, limit int) ([]command.NotifyExpiry, error) {
+	var out []command.NotifyExpiry
 	err := s.scanTimed(finishedIndex, before, func(k, _ []byte) bool {
-		out = append(out, NotifyExpiry{ID: string(k[len(prefixFinished)+8:]), FinishedAt: dueTime(prefixFinished, k)})
+		out = append(out, command.NotifyExpiry{ID: string(k[len(prefixFinished)+8:]), FinishedAt: dueTime(prefixFinished, k)})
 		return len(out) < limit
 	})
 	return out, err
-}
-
-// IdemPrune removes idempotency records written before Before, each named
-// by its age entry as NotifyPrune names notifications. The leader sets
-// Before a margin earlier than IdempotencyWindow ago by its clock, so that
-// no leader, whatever its clock, can still replay a removed record.
-type IdemPrune struct {
-	Before  int64        `json:"before"`
-	Entries []IdemExpiry `json:"entries"`
-}
-
-// IdemExpiry is an idempotency record's age entry: a merchant's key and
-// when its record was written.
-type IdemExpiry struct {
-	Merchant  string `json:"m"`
-	Key       string `json:"k"`
-	CreatedAt int64  `json:"t"`
 }
 
 // putIdempotency writes a key's record and its age entry, replacing the
@@ -137,7 +105,7 @@ func (b *Batch) putIdempotency(merchant, key string, old, rec *IdemRecord) {
 
 // applyIdemPrune deletes each listed idempotency record still written at
 // the listed time, before p.Before, with its age entry.
-func (b *Batch) applyIdemPrune(p *IdemPrune) Result {
+func (b *Batch) applyIdemPrune(p *command.IdemPrune) Result {
 	return b.pruneListed(p.Before, len(p.Entries), func(i int) ([]byte, int64) {
 		e := p.Entries[i]
 		return timedKey(prefixIdemAge, e.CreatedAt, refKey("", e.Merchant, e.Key)), e.CreatedAt
@@ -148,8 +116,8 @@ func (b *Batch) applyIdemPrune(p *IdemPrune) Result {
 
 // ExpiredIdempotency lists up to limit idempotency records written before
 // before, oldest first.
-func (s *Store) ExpiredIdempotency(before int64, limit int) ([]IdemExpiry, error) {
-	var out []IdemExpiry
+func (s *Store) ExpiredIdempotency(before int64, limit int) ([]command.IdemExpiry, error) {
+	var out []command.IdemExpiry
 	err := s.scanTimed(idemAgeIndex, before, func(k, _ []byte) bool {
 		r := splitRef(k[len(prefixIdemAge)+8:])
 		if !utf8.ValidString(r.OrderID) {
@@ -157,7 +125,7 @@ func (s *Store) ExpiredIdempotency(before int64, limit int) ([]IdemExpiry, error
 			// (the API has refused them since) stays, and the rest go.
 			return true
 		}
-		out = append(out, IdemExpiry{Merchant: r.Merchant, Key: r.OrderID, CreatedAt: dueTime(prefixIdemAge, k)})
+		out = append(out, command.IdemExpiry{Merchant: r.Merchant, Key: r.OrderID, CreatedAt: dueTime(prefixIdemAge, k)})
 		return len(out) < limit
 	})
 	return out, err

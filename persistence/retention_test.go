@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // notifyingCharge applies a charge with a callback URL at index idx and
@@ -37,8 +38,8 @@ func listed[T any](t *testing.T, list func(before int64, limit int) ([]T, error)
 	return out
 }
 
-func attemptAt(at int64, code int) *AttemptRecord {
-	return &AttemptRecord{At: at, HTTPCode: code, DurationNs: 1}
+func attemptAt(at int64, code int) *command.AttemptRecord {
+	return &command.AttemptRecord{At: at, HTTPCode: code, DurationNs: 1}
 }
 
 // Delivered notifications enter the retention index when they finish and
@@ -52,11 +53,11 @@ func TestNotificationRetention(t *testing.T) {
 	failed := notifyingCharge(t, ts, 2, "o-2")
 	pending := notifyingCharge(t, ts, 3, "o-3")
 	ts.apply(4,
-		&Cmd{Notify: &NotifyUpdate{ID: delivered.ID, Time: 100, Attempt: attemptAt(90, 200), Delivered: true}},
-		&Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 200, Attempt: attemptAt(190, 500)}}, // schedule exhausted
-		&Cmd{Notify: &NotifyUpdate{ID: pending.ID, Time: 300, Attempt: attemptAt(290, 500), NextDueAt: 5000}},
+		&command.Cmd{Notify: &command.NotifyUpdate{ID: delivered.ID, Time: 100, Attempt: attemptAt(90, 200), Delivered: true}},
+		&command.Cmd{Notify: &command.NotifyUpdate{ID: failed.ID, Time: 200, Attempt: attemptAt(190, 500)}}, // schedule exhausted
+		&command.Cmd{Notify: &command.NotifyUpdate{ID: pending.ID, Time: 300, Attempt: attemptAt(290, 500), NextDueAt: 5000}},
 	)
-	listFinished := func(before int64) []NotifyExpiry { return listed(t, ts.FinishedNotifications, before) }
+	listFinished := func(before int64) []command.NotifyExpiry { return listed(t, ts.FinishedNotifications, before) }
 	finished := func(before int64) []string {
 		t.Helper()
 		var ids []string
@@ -96,7 +97,7 @@ func TestNotificationRetention(t *testing.T) {
 	if got := finished(1 << 62); !reflect.DeepEqual(got, []string{delivered.ID, failed.ID}) {
 		t.Fatalf("with the legacy entry: %v", got)
 	}
-	if r := ts.apply(6, &Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, Entries: []NotifyExpiry{{failed.ID, 200}}}})[0]; r.Pruned != 0 {
+	if r := ts.apply(6, &command.Cmd{NotifyPrune: &command.NotifyPrune{Before: 1 << 62, Entries: []command.NotifyExpiry{{ID: failed.ID, FinishedAt: 200}}}})[0]; r.Pruned != 0 {
 		t.Fatalf("prune of a failed notification: %+v", r)
 	}
 	if n, _ := ts.Notification(failed.ID); n == nil || n.State != NotifyFailed {
@@ -110,12 +111,12 @@ func TestNotificationRetention(t *testing.T) {
 	// prune leaves it, as it leaves the pending one and an id it does not
 	// know.
 	listed := listFinished(1 << 62)
-	ts.apply(7, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 400, Redeliver: true}})
+	ts.apply(7, &command.Cmd{Notify: &command.NotifyUpdate{ID: failed.ID, Time: 400, Redeliver: true}})
 	if got := finished(1 << 62); !reflect.DeepEqual(got, []string{delivered.ID}) {
 		t.Fatalf("after the redelivery: %v", got)
 	}
-	listed = append(listed, NotifyExpiry{failed.ID, 200}, NotifyExpiry{pending.ID, 300}, NotifyExpiry{"ntf_unknown", 1})
-	r := ts.apply(8, &Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, Entries: listed}})[0]
+	listed = append(listed, command.NotifyExpiry{ID: failed.ID, FinishedAt: 200}, command.NotifyExpiry{ID: pending.ID, FinishedAt: 300}, command.NotifyExpiry{ID: "ntf_unknown", FinishedAt: 1})
+	r := ts.apply(8, &command.Cmd{NotifyPrune: &command.NotifyPrune{Before: 1 << 62, Entries: listed}})[0]
 	if r.Err != nil || r.Pruned != 1 {
 		t.Fatalf("prune: %+v, want 1 pruned", r)
 	}
@@ -132,21 +133,21 @@ func TestNotificationRetention(t *testing.T) {
 
 	// Delivered at 500 after the redelivery: a cut at 500 keeps it, one
 	// past it prunes it, across a reopen (the index is in the store).
-	ts.apply(9, &Cmd{Notify: &NotifyUpdate{ID: failed.ID, Time: 500, Attempt: attemptAt(450, 200), Delivered: true}})
+	ts.apply(9, &command.Cmd{Notify: &command.NotifyUpdate{ID: failed.ID, Time: 500, Attempt: attemptAt(450, 200), Delivered: true}})
 	ts.reopen()
-	refinished := NotifyExpiry{failed.ID, 500}
-	if r := ts.apply(10, &Cmd{NotifyPrune: &NotifyPrune{Before: 500, Entries: []NotifyExpiry{refinished}}})[0]; r.Pruned != 0 {
+	refinished := command.NotifyExpiry{ID: failed.ID, FinishedAt: 500}
+	if r := ts.apply(10, &command.Cmd{NotifyPrune: &command.NotifyPrune{Before: 500, Entries: []command.NotifyExpiry{refinished}}})[0]; r.Pruned != 0 {
 		t.Fatalf("prune before its finish: %+v", r)
 	}
-	if got := listFinished(501); !reflect.DeepEqual(got, []NotifyExpiry{refinished}) {
+	if got := listFinished(501); !reflect.DeepEqual(got, []command.NotifyExpiry{refinished}) {
 		t.Fatalf("after reopening: %v", got)
 	}
 	// Named by its first finish (the leader's listing before the
 	// redelivery), it stays.
-	if r := ts.apply(11, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, Entries: []NotifyExpiry{{failed.ID, 200}}}})[0]; r.Pruned != 0 {
+	if r := ts.apply(11, &command.Cmd{NotifyPrune: &command.NotifyPrune{Before: 501, Entries: []command.NotifyExpiry{{ID: failed.ID, FinishedAt: 200}}}})[0]; r.Pruned != 0 {
 		t.Fatalf("prune of an earlier finish: %+v", r)
 	}
-	if r := ts.apply(12, &Cmd{NotifyPrune: &NotifyPrune{Before: 501, Entries: []NotifyExpiry{refinished}}})[0]; r.Pruned != 1 {
+	if r := ts.apply(12, &command.Cmd{NotifyPrune: &command.NotifyPrune{Before: 501, Entries: []command.NotifyExpiry{refinished}}})[0]; r.Pruned != 1 {
 		t.Fatalf("prune past its finish: %+v", r)
 	}
 	if n, err := ts.Notification(failed.ID); err != nil || n != nil {
@@ -161,7 +162,7 @@ func TestNotificationRetention(t *testing.T) {
 }
 
 // keyedCreate is createCmd with an Idempotency-Key, at time at.
-func keyedCreate(orderID, key, hash string, at int64) *Cmd {
+func keyedCreate(orderID, key, hash string, at int64) *command.Cmd {
 	c := createCmd(orderID, hash)
 	c.Order.IdempotencyKey, c.Order.Time = key, at
 	return c
@@ -172,14 +173,14 @@ func keyedCreate(orderID, key, hash string, at int64) *Cmd {
 // before its cut, whatever the leader listed.
 func TestIdempotencyRetention(t *testing.T) {
 	ts := newTestStore(t)
-	window := int64(IdempotencyWindow)
+	window := int64(order.IdempotencyWindow)
 	ts.apply(1, keyedCreate("o-1", "ik1", "h1", 1000), keyedCreate("o-2", "ik2", "h2", 2000))
-	expired := func(before int64) []IdemExpiry { return listed(t, ts.ExpiredIdempotency, before) }
-	ik1, ik2 := IdemExpiry{"m1", "ik1", 1000}, IdemExpiry{"m1", "ik2", 2000}
+	expired := func(before int64) []command.IdemExpiry { return listed(t, ts.ExpiredIdempotency, before) }
+	ik1, ik2 := command.IdemExpiry{Merchant: "m1", Key: "ik1", CreatedAt: 1000}, command.IdemExpiry{Merchant: "m1", Key: "ik2", CreatedAt: 2000}
 	if got := expired(1000); len(got) != 0 {
 		t.Fatalf("written before 1000: %v", got)
 	}
-	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemExpiry{ik1, ik2}) {
+	if got := expired(1 << 62); !reflect.DeepEqual(got, []command.IdemExpiry{ik1, ik2}) {
 		t.Fatalf("all, oldest first: %v", got)
 	}
 
@@ -192,15 +193,15 @@ func TestIdempotencyRetention(t *testing.T) {
 	if r := ts.apply(3, keyedCreate("o-3", "ik1", "h3", 1000+window))[0]; r.Replayed != nil || r.Order == nil || r.Order.ID != "o-3" {
 		t.Fatalf("the key used again past its window: %+v", r)
 	}
-	ik1Again := IdemExpiry{"m1", "ik1", 1000 + window}
-	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemExpiry{ik2, ik1Again}) {
+	ik1Again := command.IdemExpiry{Merchant: "m1", Key: "ik1", CreatedAt: 1000 + window}
+	if got := expired(1 << 62); !reflect.DeepEqual(got, []command.IdemExpiry{ik2, ik1Again}) {
 		t.Fatalf("after ik1 was used again: %v", got)
 	}
 
 	// The prune of what was listed before: ik1's record is not the one
 	// listed any more, and the one it has is not before the cut.
-	prune := &IdemPrune{Before: 1 << 62, Entries: append(listed, IdemExpiry{"m1", "unknown", 1})}
-	r := ts.apply(4, &Cmd{IdemPrune: prune})[0]
+	prune := &command.IdemPrune{Before: 1 << 62, Entries: append(listed, command.IdemExpiry{Merchant: "m1", Key: "unknown", CreatedAt: 1})}
+	r := ts.apply(4, &command.Cmd{IdemPrune: prune})[0]
 	if r.Err != nil || r.Pruned != 1 {
 		t.Fatalf("prune: %+v, want 1 pruned", r)
 	}
@@ -213,10 +214,10 @@ func TestIdempotencyRetention(t *testing.T) {
 	if v, err := get(ts.db, timedKey(prefixIdemAge, 2000, refKey("", "m1", "ik2"))); err != nil || v != nil {
 		t.Fatalf("age entry left after the prune: %q %v", v, err)
 	}
-	if got := expired(1 << 62); !reflect.DeepEqual(got, []IdemExpiry{ik1Again}) {
+	if got := expired(1 << 62); !reflect.DeepEqual(got, []command.IdemExpiry{ik1Again}) {
 		t.Fatalf("after the prune: %v", got)
 	}
-	if r := ts.apply(5, &Cmd{IdemPrune: &IdemPrune{Before: 1000 + window, Entries: []IdemExpiry{ik1Again}}})[0]; r.Pruned != 0 {
+	if r := ts.apply(5, &command.Cmd{IdemPrune: &command.IdemPrune{Before: 1000 + window, Entries: []command.IdemExpiry{ik1Again}}})[0]; r.Pruned != 0 {
 		t.Fatalf("prune of a record written at the cut: %+v", r)
 	}
 	// A key whose record is gone is a new key.
@@ -231,7 +232,7 @@ func TestIdempotencyRetention(t *testing.T) {
 func TestIdempotencyRecordsARefusal(t *testing.T) {
 	ts := newTestStore(t)
 	create, outcome := chargeCmds("o-1", 1000)
-	refund := &Cmd{Order: &order.Command{Kind: order.KindRefund, Time: 5000, Merchant: "m_bench", OrderID: "o-1",
+	refund := &command.Cmd{Order: &order.Command{Kind: order.KindRefund, Time: 5000, Merchant: "m_bench", OrderID: "o-1",
 		TxnID: "r-1", Amount: 100, IdempotencyKey: "rk", RequestHash: "rh"}}
 	r := ts.apply(1, create, outcome, refund)[2]
 	if r.Outcome.Reject == nil || r.Outcome.Reject.Kind != order.RejectIllegalStatus {
@@ -241,17 +242,17 @@ func TestIdempotencyRecordsARefusal(t *testing.T) {
 	if err != nil || rec == nil || rec.Reject == nil || rec.Reject.Kind != order.RejectIllegalStatus || rec.RequestHash != "rh" {
 		t.Fatalf("record: %+v %v", rec, err)
 	}
-	settle := &Cmd{Order: &order.Command{Kind: order.KindSettle, Time: 6000, Merchant: "m_bench", OrderID: "o-1", TxnID: "s-1", Amount: 1020}}
+	settle := &command.Cmd{Order: &order.Command{Kind: order.KindSettle, Time: 6000, Merchant: "m_bench", OrderID: "o-1", TxnID: "s-1", Amount: 1020}}
 	again := *refund.Order
 	again.Time, again.TxnID = 7000, "r-2"
-	res := ts.apply(2, settle, &Cmd{Order: &again})
+	res := ts.apply(2, settle, &command.Cmd{Order: &again})
 	if res[1].Replayed == nil || res[1].Replayed.Reject == nil || res[1].Order != nil {
 		t.Fatalf("the repeat after the settle: %+v", res[1])
 	}
 	if o, _ := ts.GetOrder("m_bench", "o-1"); o == nil || o.Status != order.StatusSettled || o.RefundedAmount != 0 {
 		t.Fatalf("order after the repeat: %+v", o)
 	}
-	if got := listed(t, ts.ExpiredIdempotency, 1<<62); !reflect.DeepEqual(got, []IdemExpiry{{"m_bench", "rk", 5000}}) {
+	if got := listed(t, ts.ExpiredIdempotency, 1<<62); !reflect.DeepEqual(got, []command.IdemExpiry{{Merchant: "m_bench", Key: "rk", CreatedAt: 5000}}) {
 		t.Fatalf("age index: %+v", got)
 	}
 }
@@ -262,7 +263,7 @@ func TestIdempotencyRecordsARefusal(t *testing.T) {
 func TestIdempotencyListingSkipsKeysAPruneCannotCarry(t *testing.T) {
 	ts := newTestStore(t)
 	ts.apply(1, keyedCreate("o-1", "bad-\xff", "h1", 1000), keyedCreate("o-2", "ik2", "h2", 2000))
-	if got := listed(t, ts.ExpiredIdempotency, 1<<62); !reflect.DeepEqual(got, []IdemExpiry{{"m1", "ik2", 2000}}) {
+	if got := listed(t, ts.ExpiredIdempotency, 1<<62); !reflect.DeepEqual(got, []command.IdemExpiry{{Merchant: "m1", Key: "ik2", CreatedAt: 2000}}) {
 		t.Fatalf("listed: %+v", got)
 	}
 }
@@ -313,14 +314,14 @@ func TestBatchPresent(t *testing.T) {
 func TestNotificationReadsDuringPrunes(t *testing.T) {
 	ts := newTestStore(t)
 	const count = 200
-	var all []NotifyExpiry
+	var all []command.NotifyExpiry
 	idx := uint64(1)
 	for i := range count {
 		n := notifyingCharge(t, ts, idx, fmt.Sprintf("o-%d", i))
 		idx++
-		ts.apply(idx, &Cmd{Notify: &NotifyUpdate{ID: n.ID, Time: 100, Attempt: attemptAt(90, 200), Delivered: true}})
+		ts.apply(idx, &command.Cmd{Notify: &command.NotifyUpdate{ID: n.ID, Time: 100, Attempt: attemptAt(90, 200), Delivered: true}})
 		idx++
-		all = append(all, NotifyExpiry{n.ID, 100})
+		all = append(all, command.NotifyExpiry{ID: n.ID, FinishedAt: 100})
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -328,7 +329,7 @@ func TestNotificationReadsDuringPrunes(t *testing.T) {
 		// scans oldest first, so its late reads meet the fresh prunes.
 		for i := len(all) - 1; i >= 0; i-- {
 			b := ts.NewBatch()
-			r := b.Apply(&Cmd{NotifyPrune: &NotifyPrune{Before: 1 << 62, Entries: all[i : i+1]}})
+			r := b.Apply(&command.Cmd{NotifyPrune: &command.NotifyPrune{Before: 1 << 62, Entries: all[i : i+1]}})
 			err := b.Commit(idx + uint64(len(all)-i))
 			b.Close()
 			if err == nil && r.Pruned != 1 {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // Vault key rotation (contract section 14): the leader re-seals the card
@@ -13,20 +15,6 @@ import (
 // a bounded batch at a time, and proposes the new values through the log.
 // This package stores blobs and knows no key: the caller says which blob
 // needs a new seal and makes it.
-
-// VaultRewrap replaces sealed values. Each entry applies only if the value
-// is still the one the leader re-sealed (OldSum): a record that changed
-// meanwhile (a merchant's key rotation) is left for the next pass.
-type VaultRewrap struct {
-	Entries []RewrapEntry `json:"e"`
-}
-
-// RewrapEntry is one re-sealed value.
-type RewrapEntry struct {
-	Key    []byte `json:"k"`
-	OldSum []byte `json:"o"` // SHA-256 of the value it replaces
-	Value  []byte `json:"v"`
-}
 
 // SealedCard is a card blob and the merchant whose order holds it (the
 // blob is sealed bound to both).
@@ -36,9 +24,9 @@ type SealedCard struct {
 }
 
 // NewRewrapEntry makes the entry replacing old at key by value.
-func NewRewrapEntry(key, old, value []byte) RewrapEntry {
+func NewRewrapEntry(key, old, value []byte) command.RewrapEntry {
 	sum := sha256.Sum256(old)
-	return RewrapEntry{Key: key, OldSum: sum[:], Value: value}
+	return command.RewrapEntry{Key: key, OldSum: sum[:], Value: value}
 }
 
 // CardKey and MerchantKey are the store keys of a card blob and a merchant.
@@ -48,9 +36,9 @@ func CardKey(cardID string) []byte { return append([]byte(prefixCard), cardID...
 func MerchantKey(id string) []byte { return append([]byte(prefixMerchant), id...) }
 
 // EncodeMerchant is a merchant record as the store holds it.
-func EncodeMerchant(m *Merchant) ([]byte, error) { return json.Marshal(m) }
+func EncodeMerchant(m *command.Merchant) ([]byte, error) { return json.Marshal(m) }
 
-func (b *Batch) applyVaultRewrap(c *VaultRewrap) Result {
+func (b *Batch) applyVaultRewrap(c *command.VaultRewrap) Result {
 	n := 0
 	for _, e := range c.Entries {
 		if !bytes.HasPrefix(e.Key, []byte(prefixCard)) && !bytes.HasPrefix(e.Key, []byte(prefixMerchant)) {
@@ -112,12 +100,12 @@ func (s *Store) CardsToRewrap(after []byte, limit int, needs func(blob []byte) b
 }
 
 // MerchantValues lists every merchant record with its stored bytes.
-func (s *Store) MerchantValues() ([]Merchant, [][]byte, error) {
-	var recs []Merchant
+func (s *Store) MerchantValues() ([]command.Merchant, [][]byte, error) {
+	var recs []command.Merchant
 	var raws [][]byte
 	var derr error
 	err := s.scan([]byte(prefixMerchant), prefixEnd(prefixMerchant), func(_, v []byte) bool {
-		var m Merchant
+		var m command.Merchant
 		if derr = json.Unmarshal(v, &m); derr != nil {
 			return false
 		}

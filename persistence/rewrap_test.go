@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"github.com/paygate/gateway/persistence/command"
 	"testing"
 )
 
@@ -9,7 +10,7 @@ import (
 // merchant of its order, and resumes where it stopped.
 func TestVaultRewrap(t *testing.T) {
 	s := newTestStore(t)
-	withCard := func(orderID, cardID string) *Cmd {
+	withCard := func(orderID, cardID string) *command.Cmd {
 		c := createCmd(orderID, "h-"+orderID)
 		c.Order.Create.Source.CardID = cardID
 		c.Order.Create.SealedCard = []byte("sealed-" + cardID)
@@ -28,7 +29,7 @@ func TestVaultRewrap(t *testing.T) {
 	stale := NewRewrapEntry(CardKey(c.CardID), []byte("not the stored value"), []byte("X"))
 	good := NewRewrapEntry(CardKey(c.CardID), c.Blob, []byte("resealed"))
 	outside := NewRewrapEntry([]byte("o/x"), nil, []byte("Y"))
-	r := s.apply(2, &Cmd{VaultRewrap: &VaultRewrap{Entries: []RewrapEntry{stale, outside, good}}})[0]
+	r := s.apply(2, &command.Cmd{VaultRewrap: &command.VaultRewrap{Entries: []command.RewrapEntry{stale, outside, good}}})[0]
 	if r.Rewrapped != 1 {
 		t.Fatalf("rewrapped %d, want 1", r.Rewrapped)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // The memoised status rendering is the order's view, for the version the
@@ -13,7 +14,7 @@ import (
 // that does not exist has none.
 func TestOrderStatusJSONFollowsVersions(t *testing.T) {
 	s := newTestStore(t)
-	apply := func(idx uint64, c *Cmd) *order.Order { return s.apply(idx, c)[0].Order }
+	apply := func(idx uint64, c *command.Cmd) *order.Order { return s.apply(idx, c)[0].Order }
 	view := func(o *order.Order) []byte { return order.NewView(o, order.WithAllTxns, "").Marshal() }
 	read := func() []byte {
 		t.Helper()
@@ -29,7 +30,7 @@ func TestOrderStatusJSONFollowsVersions(t *testing.T) {
 	if !bytes.Equal(first, view(created)) || !bytes.Equal(read(), first) {
 		t.Fatalf("created order: %s", first)
 	}
-	authorised := apply(2, &Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: 2, Merchant: "m1",
+	authorised := apply(2, &command.Cmd{Order: &order.Command{Kind: order.KindAuthOutcome, Time: 2, Merchant: "m1",
 		OrderID: "o1", TxnID: "t-o1", Outcome: &order.OutcomeData{Approved: true, AuthCode: "A1"}}})
 	if got := read(); !bytes.Equal(got, view(authorised)) || bytes.Equal(got, first) {
 		t.Fatalf("after the change the old rendering was served: %s", got)

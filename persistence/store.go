@@ -21,18 +21,20 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-json-experiment/json"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // Key prefixes. One byte each so scans are cheap and the layout is obvious.
 const (
 	prefixMeta     = "a/" // a/applied: last applied Raft index; a/pending: index the p/ keys are exact at
-	prefixOrder    = "o/" // o/<merchant>\x00<order_id> → order, binary (order.AppendOrder; legacy: JSON)
+	prefixOrder    = "o/" // o/<merchant>\x00<order_id> → order, binary (command.AppendOrder; legacy: JSON)
 	prefixMerchant = "m/" // m/<merchant_id> → Merchant JSON
 	prefixCard     = "c/" // c/<card_id> → vault blob (PAN sealed, never a CVV)
-	prefixToken    = "t/" // t/<payment_token> → TokenRecord (order.AppendTokenGrant)
+	prefixToken    = "t/" // t/<payment_token> → TokenRecord (command.AppendTokenGrant)
 	prefixIdem     = "k/" // k/<merchant>\x00<idempotency key> → IdemRecord JSON
 	prefixIdemAge  = "i/" // i/<created ns BE><merchant>\x00<idempotency key> → "" (expiry of k/: retention.go)
 	prefixSettle   = "s/" // s/<due ns BE><merchant>\x00<order_id> → "" (auto-settle schedule)
@@ -97,9 +99,18 @@ type Store struct {
 
 // Open opens or creates the store in dir.
 func Open(dir string, logger *slog.Logger) (*Store, error) {
+	return OpenFS(vfs.Default, dir, logger)
+}
+
+// OpenFS opens or creates the store in dir on fs. A node's is the
+// operating system's (Open); tests pass pebble's in-memory, crashable or
+// failing filesystems (vfs.NewCrashableMem, vfs/errorfs) to show that a
+// failed write or fsync stops the node and loses nothing acknowledged.
+func OpenFS(fs vfs.FS, dir string, logger *slog.Logger) (*Store, error) {
 	cache := pebble.NewCache(blockCacheBytes)
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
+		FS:                 fs,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{logger},
 		Cache:              cache,
@@ -272,7 +283,7 @@ func readDecoded[T any](r reader, key []byte, decode func(v []byte) (*T, error))
 }
 
 // decodeOrderValue decodes a stored order value: the binary encoding
-// (order.AppendOrder, whose version byte is never '{') or, in data dirs
+// (command.AppendOrder, whose version byte is never '{') or, in data dirs
 // written before it, JSON. Old JSON values are rewritten in binary the
 // next time their order changes.
 func decodeOrderValue(v []byte) (*order.Order, error) {
@@ -283,7 +294,7 @@ func decodeOrderValue(v []byte) (*order.Order, error) {
 		}
 		return &o, nil
 	}
-	return order.DecodeOrder(v)
+	return command.DecodeOrder(v)
 }
 
 // OrderStatusJSON returns the order's status view (every transaction), or
@@ -384,7 +395,7 @@ func (s *Store) Card(cardID string) ([]byte, error) {
 }
 
 // TokenRecord is a payment token: which merchant may use which card. It is
-// stored in the order codec's binary form (order.AppendTokenGrant); records
+// stored in the order codec's binary form (command.AppendTokenGrant); records
 // written before it are JSON and still read.
 type TokenRecord = order.TokenGrant
 
@@ -402,7 +413,7 @@ func decodeTokenValue(v []byte) (*TokenRecord, error) {
 		}
 		return &rec, nil
 	}
-	return order.DecodeTokenGrant(v)
+	return command.DecodeTokenGrant(v)
 }
 
 // IdemRecord is the first answer to a request with an Idempotency-Key.
@@ -423,27 +434,9 @@ func (s *Store) Idempotency(merchant, key string) (*IdemRecord, error) {
 	return getJSON[IdemRecord](s.db, refKey(prefixIdem, merchant, key))
 }
 
-// Merchant is a merchant account. Secrets are vault-sealed.
-type Merchant struct {
-	ID                  string `json:"id"`
-	Name                string `json:"name,omitempty"`
-	APIPublicKey        string `json:"api_public_key"`
-	APISecretSealed     []byte `json:"api_secret_sealed"`
-	WebhookPublicKey    string `json:"webhook_public_key"`
-	WebhookSecretSealed []byte `json:"webhook_secret_sealed"`
-	RateLimitRPS        int    `json:"rate_limit_rps"`
-	CreatedAt           int64  `json:"created_at"`
-	// The API pair a rotation replaced: it still signs requests until
-	// PreviousAPIUntil (Unix ns, decided by the leader and written into
-	// the log), and is refused after (merchant_keys.go).
-	PreviousAPIPublicKey    string `json:"previous_api_public_key,omitempty"`
-	PreviousAPISecretSealed []byte `json:"previous_api_secret_sealed,omitempty"`
-	PreviousAPIUntil        int64  `json:"previous_api_until,omitempty"`
-}
-
 // Merchants lists every merchant.
-func (s *Store) Merchants() ([]Merchant, error) {
-	return scanJSON[Merchant](s, prefixMerchant)
+func (s *Store) Merchants() ([]command.Merchant, error) {
+	return scanJSON[command.Merchant](s, prefixMerchant)
 }
 
 // scanJSON decodes every value under prefix, in key order.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // testStore is a store in a test's temporary folder that commands can be
@@ -46,7 +47,7 @@ func (ts *testStore) reopen() {
 }
 
 // apply applies cmds in one batch committed at Raft index idx.
-func (ts *testStore) apply(idx uint64, cmds ...*Cmd) []Result {
+func (ts *testStore) apply(idx uint64, cmds ...*command.Cmd) []Result {
 	ts.t.Helper()
 	b := ts.NewBatch()
 	defer b.Close()
@@ -78,8 +79,8 @@ func restoreFrom(t *testing.T, dst, src *Store) {
 
 // createCmd is a card payment's acceptance of order orderID of merchant m1,
 // its request identified by hash.
-func createCmd(orderID, hash string) *Cmd {
-	return &Cmd{Order: &order.Command{
+func createCmd(orderID, hash string) *command.Cmd {
+	return &command.Cmd{Order: &order.Command{
 		Kind: order.KindCreate, Time: 1, Merchant: "m1", OrderID: orderID, TxnID: "t-" + orderID,
 		RequestHash: hash,
 		Create: &order.CreateData{Amount: 100, Currency: "USD", ProcessingMID: "mid", SettleDelayHours: 1,

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // queueNotification commits order id's charge with a callback URL, at
@@ -53,8 +54,8 @@ func TestQueueScansStartAtTheFloor(t *testing.T) {
 	if got := dueIDs(t, ts, 10_000); !slices.Equal(got, []string{"o-a", "o-b", "o-c"}) {
 		t.Fatalf("due at first: %v", got)
 	}
-	ts.apply(7, &Cmd{Notify: &NotifyUpdate{ID: a.ID, Time: 4000, Delivered: true}},
-		&Cmd{Notify: &NotifyUpdate{ID: b.ID, Time: 4000, Delivered: true}})
+	ts.apply(7, &command.Cmd{Notify: &command.NotifyUpdate{ID: a.ID, Time: 4000, Delivered: true}},
+		&command.Cmd{Notify: &command.NotifyUpdate{ID: b.ID, Time: 4000, Delivered: true}})
 	if got := dueIDs(t, ts, 10_000); !slices.Equal(got, []string{"o-c"}) {
 		t.Fatalf("due after two deliveries: %v", got)
 	}
@@ -66,7 +67,7 @@ func TestQueueScansStartAtTheFloor(t *testing.T) {
 	}
 
 	// An operator redelivers a, due at 1500: before the floor.
-	ts.apply(8, &Cmd{Notify: &NotifyUpdate{ID: a.ID, Time: 1500, Redeliver: true}})
+	ts.apply(8, &command.Cmd{Notify: &command.NotifyUpdate{ID: a.ID, Time: 1500, Redeliver: true}})
 	if got := dueIDs(t, ts, 10_000); !slices.Equal(got, []string{"o-a", "o-c"}) {
 		t.Fatalf("due after a redelivery before the floor: %v", got)
 	}
@@ -88,7 +89,7 @@ func TestQueueScansStartAtTheFloor(t *testing.T) {
 	// A follower whose queue has moved past where the snapshot's starts.
 	other := newTestStore(t)
 	d := queueNotification(t, other, 1, "o-d", 9000)
-	other.apply(3, &Cmd{Notify: &NotifyUpdate{ID: d.ID, Time: 9500, Delivered: true}})
+	other.apply(3, &command.Cmd{Notify: &command.NotifyUpdate{ID: d.ID, Time: 9500, Delivered: true}})
 	queueNotification(t, other, 4, "o-e", 9800)
 	if got := dueIDs(t, other, 10_000); !slices.Equal(got, []string{"o-e"}) || other.timed[queueIndex].current() != 9800 {
 		t.Fatalf("other store: due %v, floor %d", got, other.timed[queueIndex].current())
@@ -102,7 +103,7 @@ func TestQueueScansStartAtTheFloor(t *testing.T) {
 	// time; the next notification brings it back.
 	empty := newTestStore(t)
 	f := queueNotification(t, empty, 1, "o-f", 500)
-	empty.apply(3, &Cmd{Notify: &NotifyUpdate{ID: f.ID, Time: 600, Delivered: true}})
+	empty.apply(3, &command.Cmd{Notify: &command.NotifyUpdate{ID: f.ID, Time: 600, Delivered: true}})
 	if n, _ := empty.PendingNotificationCount(); n != 0 || empty.timed[queueIndex].current() != math.MaxInt64 {
 		t.Fatalf("empty queue: depth %d, floor %d", n, empty.timed[queueIndex].current())
 	}
@@ -180,7 +181,7 @@ func TestSettleScheduleStartsAtTheFloor(t *testing.T) {
 		t.Fatalf("due at first: %v", got)
 	}
 	idx++
-	settle := &Cmd{Order: &order.Command{Kind: order.KindSettle, Time: 2000, Merchant: "m_bench", OrderID: "o-a",
+	settle := &command.Cmd{Order: &order.Command{Kind: order.KindSettle, Time: 2000, Merchant: "m_bench", OrderID: "o-a",
 		TxnID: "s-a", Amount: 1020}}
 	if r := ts.apply(idx, settle)[0]; r.Outcome.Reject != nil || r.Order.AutoSettleAt != 0 {
 		t.Fatalf("settle a: %+v", r)

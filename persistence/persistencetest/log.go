@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // Log is an in-memory stand-in for the Raft log in front of store. Its zero
@@ -29,7 +30,7 @@ func NewLog(store *persistence.Store) *Log { return &Log{store: store} }
 
 // Propose applies cmd in a batch of its own and commits it at the next
 // index, as the FSM applies a committed entry.
-func (l *Log) Propose(_ context.Context, cmd *persistence.Cmd) (persistence.Result, error) {
+func (l *Log) Propose(_ context.Context, cmd *command.Cmd) (persistence.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

@@ -9,7 +9,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/valyala/fasthttp"
 
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/apierr"
 )
 
@@ -111,7 +111,7 @@ func (s *Server) createMerchant(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, s.errorFor("create merchant", err))
 		return
 	}
-	if _, err := s.cfg.Cluster.Propose(ctx, &persistence.Cmd{Merchant: rec}); err != nil {
+	if _, err := s.cfg.Cluster.Propose(ctx, &command.Cmd{Merchant: rec}); err != nil {
 		writeError(ctx, s.errorFor("create merchant", err))
 		return
 	}

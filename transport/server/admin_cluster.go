@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/cluster"
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/apierr"
 )
 
@@ -188,7 +188,7 @@ func (s *Server) clusterJoin(ctx *fasthttp.RequestCtx) {
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	err := s.cfg.Cluster.Join(cctx, persistence.Member{NodeID: req.NodeID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
+	err := s.cfg.Cluster.Join(cctx, command.Member{NodeID: req.NodeID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
 	s.membershipAnswer(ctx, "cluster join", err)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/apierr"
 )
@@ -100,7 +101,7 @@ func (s *Server) rotateKeys(ctx context.Context, id string, req rotateKeysReques
 		return nil, persistence.ErrUnknownMerchant
 	}
 	out := &RotatedKeys{MerchantID: id, Pair: req.Pair}
-	cmd := &persistence.MerchantKeys{MerchantID: id, Pair: req.Pair}
+	cmd := &command.MerchantKeys{MerchantID: id, Pair: req.Pair}
 	purpose := "merchant-api"
 	if req.Pair == "api" {
 		out.PublicKey, out.SecretKey = randomHex("pk_", 12), randomHex("sk_", 24)
@@ -118,7 +119,7 @@ func (s *Server) rotateKeys(ctx context.Context, id string, req rotateKeysReques
 	if cmd.SecretSealed, err = s.cfg.Vault.Seal([]byte(out.SecretKey), vault.AAD(purpose, id)); err != nil {
 		return nil, err
 	}
-	res, err := s.cfg.Cluster.Propose(ctx, &persistence.Cmd{MerchantKeys: cmd})
+	res, err := s.cfg.Cluster.Propose(ctx, &command.Cmd{MerchantKeys: cmd})
 	if err != nil {
 		return nil, err
 	}

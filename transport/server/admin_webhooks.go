@@ -5,7 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/apierr"
 	"github.com/paygate/gateway/transport/webhook"
 )
@@ -57,7 +57,7 @@ func (s *Server) serveWebhooks(ctx *fasthttp.RequestCtx, rest string) {
 		writeError(ctx, apierr.New(apierr.NotFound, "id", "no delivery with that id"))
 		return
 	}
-	res, err := s.cfg.Cluster.Propose(ctx, &persistence.Cmd{Notify: &persistence.NotifyUpdate{
+	res, err := s.cfg.Cluster.Propose(ctx, &command.Cmd{Notify: &command.NotifyUpdate{
 		ID: id, Time: s.cfg.Now().UnixNano(), Redeliver: true}})
 	if err == nil {
 		err = res.Err

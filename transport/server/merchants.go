@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/signature"
 )
@@ -70,10 +70,8 @@ func NewMerchants(v *vault.Vault) *Merchants {
 	return &Merchants{vault: v, byKey: map[string]*Merchant{}, byID: map[string]*Merchant{}}
 }
 
-// Put adds or replaces a merchant from its stored record: its current API
-// public key, and a replaced one still in (or past) its overlap, both find
-// it. A key the record no longer names finds nothing.
-func (m *Merchants) Put(rec *persistence.Merchant) error {
+// Put adds or replaces a merchant from its stored record.
+func (m *Merchants) Put(rec *command.Merchant) error {
 	api, err := m.vault.Open(rec.APISecretSealed, vault.AAD("merchant-api", rec.ID))
 	if err != nil {
 		return fmt.Errorf("open api secret of %s: %w", rec.ID, err)
@@ -162,7 +160,7 @@ func randomHex(prefix string, n int) string {
 
 // NewMerchantRecord makes keys from crypto/rand and the record to propose;
 // the secrets in the record are sealed by the vault.
-func NewMerchantRecord(v *vault.Vault, id, name string, rps int, now time.Time) (*persistence.Merchant, Credentials, error) {
+func NewMerchantRecord(v *vault.Vault, id, name string, rps int, now time.Time) (*command.Merchant, Credentials, error) {
 	if id == "" {
 		id = randomHex("mer_", 8)
 	}
@@ -179,7 +177,7 @@ func NewMerchantRecord(v *vault.Vault, id, name string, rps int, now time.Time) 
 	if err != nil {
 		return nil, creds, err
 	}
-	return &persistence.Merchant{
+	return &command.Merchant{
 		ID: id, Name: name, APIPublicKey: creds.API.PublicKey, APISecretSealed: apiSealed,
 		WebhookPublicKey: creds.Webhook.PublicKey, WebhookSecretSealed: hookSealed,
 		RateLimitRPS: rps, CreatedAt: now.UnixNano(),

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/signature"
 )
@@ -27,7 +27,7 @@ func TestDirectoryHonoursTheOverlap(t *testing.T) {
 	hook, _ := v.Seal([]byte("whsk"), vault.AAD("merchant-webhook", "m1"))
 	dir := NewMerchants(v)
 	until := time.Unix(1_800_000_000, 0)
-	rec := &persistence.Merchant{ID: "m1", APIPublicKey: "pk_b", APISecretSealed: seal("sk_b"),
+	rec := &command.Merchant{ID: "m1", APIPublicKey: "pk_b", APISecretSealed: seal("sk_b"),
 		WebhookPublicKey: "whpk", WebhookSecretSealed: hook,
 		PreviousAPIPublicKey: "pk_a", PreviousAPISecretSealed: seal("sk_a"), PreviousAPIUntil: until.UnixNano()}
 	if err := dir.Put(rec); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/signature"
 )
 
@@ -28,11 +29,11 @@ type Outbox interface {
 	PendingNotificationCount() (int, error)
 }
 
-// Proposer replicates an attempt's result (a persistence.Cmd carrying a
+// Proposer replicates an attempt's result (a command.Cmd carrying a
 // NotifyUpdate) and returns once it is applied: the Raft node in production,
 // an in-memory log in tests.
 type Proposer interface {
-	Propose(ctx context.Context, cmd *persistence.Cmd) (persistence.Result, error)
+	Propose(ctx context.Context, cmd *command.Cmd) (persistence.Result, error)
 }
 
 // DispatcherConfig configures notification delivery.

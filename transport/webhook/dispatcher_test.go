@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/signature"
 )
 
@@ -488,7 +489,7 @@ func TestNextAttemptAtKeepsShortGaps(t *testing.T) {
 	var due []time.Duration
 	for at := t0; ; {
 		next := NextAttemptAt(n, at, delays)
-		n.Attempts = append(n.Attempts, persistence.AttemptRecord{At: at.UnixNano()})
+		n.Attempts = append(n.Attempts, command.AttemptRecord{At: at.UnixNano()})
 		if next == 0 {
 			break
 		}
@@ -501,7 +502,7 @@ func TestNextAttemptAtKeepsShortGaps(t *testing.T) {
 
 	// The 10 min attempt made at 30 min: the 12 min offset has passed, so
 	// the next is the schedule's 2 min gap after it, not at once.
-	n = &persistence.Notification{FirstAttemptAt: t0.UnixNano(), Attempts: []persistence.AttemptRecord{{At: t0.UnixNano()}}}
+	n = &persistence.Notification{FirstAttemptAt: t0.UnixNano(), Attempts: []command.AttemptRecord{{At: t0.UnixNano()}}}
 	if got := time.Unix(0, NextAttemptAt(n, t0.Add(30*time.Minute), delays)).Sub(t0); got != 32*time.Minute {
 		t.Errorf("after a late attempt at 30 min: next at %s, want 32m0s", got)
 	}
@@ -517,7 +518,7 @@ func TestNextAttemptAtAfterAnOutage(t *testing.T) {
 	n := &persistence.Notification{FirstAttemptAt: t0.UnixNano()}
 	attempt := func(at time.Time) time.Time {
 		next := NextAttemptAt(n, at, delays)
-		n.Attempts = append(n.Attempts, persistence.AttemptRecord{At: at.UnixNano()})
+		n.Attempts = append(n.Attempts, command.AttemptRecord{At: at.UnixNano()})
 		if next == 0 {
 			return time.Time{}
 		}

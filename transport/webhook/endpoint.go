@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 )
 
 // webhookSupervisor routes each due notification to its endpoint's actor,
@@ -244,8 +245,8 @@ func (d *deliveryActor) Receive(ctx actor.Context) {
 
 // send makes one attempt at n and returns its result with the next due
 // time, to be replicated.
-func (w *Dispatcher) send(n *persistence.Notification) *persistence.NotifyUpdate {
-	upd := &persistence.NotifyUpdate{ID: n.ID}
+func (w *Dispatcher) send(n *persistence.Notification) *command.NotifyUpdate {
+	upd := &command.NotifyUpdate{ID: n.ID}
 	pk, key, ok := w.cfg.Keys(n.Merchant)
 	start := w.cfg.Now()
 	w.renewLease(n.ID, start)
@@ -258,7 +259,7 @@ func (w *Dispatcher) send(n *persistence.Notification) *persistence.NotifyUpdate
 		res = Attempt{Error: "merchant webhook keys unknown"}
 	}
 	upd.Time = w.cfg.Now().UnixNano()
-	upd.Attempt = &persistence.AttemptRecord{At: start.UnixNano(), HTTPCode: res.HTTPCode, Error: res.Error, DurationNs: int64(res.Duration)}
+	upd.Attempt = &command.AttemptRecord{At: start.UnixNano(), HTTPCode: res.HTTPCode, Error: res.Error, DurationNs: int64(res.Duration)}
 	upd.Delivered = res.Delivered
 	if !res.Delivered {
 		upd.NextDueAt = NextAttemptAt(n, start, w.cfg.RetryDelays)
@@ -268,10 +269,10 @@ func (w *Dispatcher) send(n *persistence.Notification) *persistence.NotifyUpdate
 }
 
 // commit replicates an attempt's result.
-func (w *Dispatcher) commit(n *persistence.Notification, upd *persistence.NotifyUpdate) {
+func (w *Dispatcher) commit(n *persistence.Notification, upd *command.NotifyUpdate) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := w.cfg.Proposer.Propose(ctx, &persistence.Cmd{Notify: upd}); err != nil {
+	if _, err := w.cfg.Proposer.Propose(ctx, &command.Cmd{Notify: upd}); err != nil {
 		// Not committed: the notification stays due and is tried again.
 		w.cfg.Logger.Warn("webhook attempt result not committed", "notification_id", n.ID, "error", err)
 		return

@@ -277,15 +277,18 @@ func TestDeliverCanceledPromptly(t *testing.T) {
 func TestDeliverAfterReceiverClosedIdleConnection(t *testing.T) {
 	for _, useTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
-			var newConns atomic.Int64
+			var newConns, closedConns atomic.Int64
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
 				io.WriteString(w, `{"status":"ok"}`)
 			}))
 			srv.Config.IdleTimeout = 50 * time.Millisecond
 			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-				if s == http.StateNew {
+				switch s {
+				case http.StateNew:
 					newConns.Add(1)
+				case http.StateClosed:
+					closedConns.Add(1)
 				}
 			}
 			if useTLS {
@@ -302,7 +305,12 @@ func TestDeliverAfterReceiverClosedIdleConnection(t *testing.T) {
 				if a := c.Deliver(context.Background(), testDelivery(srv.URL)); !a.Delivered {
 					t.Fatalf("attempt %d: %+v", i, a)
 				}
-				time.Sleep(200 * time.Millisecond) // the receiver closes the idle connection
+				// The receiver closes the idle connection.
+				for deadline := time.Now().Add(5 * time.Second); closedConns.Load() <= int64(i); time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("attempt %d: the receiver never closed the idle connection", i)
+					}
+				}
 			}
 			if n := newConns.Load(); n != 3 {
 				t.Errorf("%d connections, want 3", n)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/persistencetest"
 )
 
@@ -43,7 +44,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) propose(t *testing.T, cmd *order.Command) {
 	t.Helper()
 	cmd.Time = time.Now().UnixNano()
-	res, err := f.proposer.Propose(context.Background(), &persistence.Cmd{Order: cmd})
+	res, err := f.proposer.Propose(context.Background(), &command.Cmd{Order: cmd})
 	if err != nil || res.Err != nil || res.Outcome.Reject != nil {
 		t.Fatalf("%s %s: %v %v %+v", cmd.Kind, cmd.OrderID, err, res.Err, res.Outcome.Reject)
 	}

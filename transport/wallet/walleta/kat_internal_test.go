@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -122,11 +121,7 @@ func checkPublicKeyHash(t *testing.T, tok Token, pub any) {
 
 func readToken(t *testing.T, name string) Token {
 	t.Helper()
-	var tok Token
-	if err := json.Unmarshal(wallettest.ReadFile(t, name), &tok); err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return wallettest.ReadJSON[Token](t, name)
 }
 
 func readKey(t *testing.T, name string) any {

@@ -7,12 +7,10 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,36 +18,19 @@ import (
 	"github.com/paygate/gateway/transport/wallet/internal/ber"
 	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
 	"github.com/paygate/gateway/transport/wallet/tokenmaker"
+	"github.com/paygate/gateway/transport/wallet/tokenmaker/tokenmakertest"
 	"github.com/paygate/gateway/transport/wallet/walleta"
 )
 
-var (
-	setOnce sync.Once
-	set     *tokenmaker.DevSet
-	setErr  error
-)
+// devSet is the committed fixture set of testdata.
+var devSet = tokenmakertest.DevSet
 
-// devSet is the committed fixture set (its certificates are valid for 50
-// years from wallettest.KATNow), so tests make fresh tokens without generating keys.
-func devSet(t *testing.T) *tokenmaker.DevSet {
-	t.Helper()
-	setOnce.Do(func() { set, setErr = tokenmaker.LoadDevSet("testdata") })
-	if setErr != nil {
-		t.Fatal(setErr)
-	}
-	if set.A == nil {
-		t.Fatal("testdata holds no walleta-pay set")
-	}
-	return set
-}
+// decoder is this wallet's side of the tests the wallets share.
+var decoder = tokenmakertest.Decoder[walleta.Config, walleta.Token]{
+	Config: (*tokenmaker.DevSet).WalletAConfig, Token: (*tokenmaker.DevSet).WalletA, Decrypt: walleta.Decrypt}
 
 func config(t *testing.T, ds *tokenmaker.DevSet) walleta.Config {
-	t.Helper()
-	cfg, err := ds.WalletAConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return tokenmakertest.Config(t, ds.WalletAConfig)
 }
 
 // withA returns a copy of the set whose walleta-pay half edit changed.
@@ -61,11 +42,12 @@ func withA(ds *tokenmaker.DevSet, edit func(a *tokenmaker.WalletADev)) *tokenmak
 	return &c
 }
 
-const testPAN = "4012888888881881"
+const testPAN = tokenmakertest.PAN
 
 func input() tokenmaker.PaymentInput {
-	return tokenmaker.PaymentInput{PAN: testPAN, ExpMonth: "09", ExpYear: "2032", Amount: 4250, Currency: "GBP",
-		Cryptogram: "AJ2mQXoAAAAAAAAAAAAAAAAAAAA=", ECI: "07"}
+	in := tokenmakertest.Input()
+	in.Amount, in.Currency = 4250, "GBP"
+	return in
 }
 
 func TestKnownAnswer(t *testing.T) {
@@ -140,28 +122,14 @@ func TestProcessingKeyAsECDH(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ProcessingKey, cfg.ExtraProcessingKeys = k, nil
-	tok, err := ds.WalletA(walleta.VersionEC, input())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := walleta.Decrypt(cfg, tok); err != nil {
-		t.Fatal(err)
-	}
+	decoder.DecryptsWith(t, ds, cfg, walleta.VersionEC, input())
 }
 
 // TestReplayIsTheCallersJob: the package is stateless; the same token
 // decrypts twice and names the same transaction id both times.
 func TestReplayIsTheCallersJob(t *testing.T) {
-	ds := devSet(t)
-	cfg := config(t, ds)
-	tok, err := ds.WalletA(walleta.VersionEC, input())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1, err1 := walleta.Decrypt(cfg, tok)
-	p2, err2 := walleta.Decrypt(cfg, tok)
-	if err1 != nil || err2 != nil || p1.ReplayKey() != p2.ReplayKey() || p1.TransactionID == "" {
-		t.Fatalf("%v %v %v %v", p1, p2, err1, err2)
+	if p := decoder.DecryptsTwice(t, devSet(t), walleta.VersionEC, input(), "walleta-pay:"); p.TransactionID == "" {
+		t.Fatalf("no transaction id: %+v", p)
 	}
 }
 
@@ -587,34 +555,9 @@ func TestLoadConfig(t *testing.T) {
 
 func readToken(t *testing.T, name string) walleta.Token {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tok walleta.Token
-	if err := json.Unmarshal(b, &tok); err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return wallettest.ReadJSON[walleta.Token](t, name)
 }
 
 func BenchmarkDecrypt(b *testing.B) {
-	ds, err := tokenmaker.LoadDevSet("testdata")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, _ := ds.WalletAConfig()
-	for _, v := range []string{walleta.VersionEC, walleta.VersionRSA} {
-		tok, err := ds.WalletA(v, input())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(v, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := walleta.Decrypt(cfg, tok); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	decoder.Benchmark(b, []string{walleta.VersionEC, walleta.VersionRSA}, input())
 }

@@ -13,43 +13,25 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/paygate/gateway/transport/wallet"
 	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
 	"github.com/paygate/gateway/transport/wallet/tokenmaker"
+	"github.com/paygate/gateway/transport/wallet/tokenmaker/tokenmakertest"
 	"github.com/paygate/gateway/transport/wallet/walletb"
 )
 
-var (
-	setOnce sync.Once
-	set     *tokenmaker.DevSet
-	setErr  error
-)
+// devSet is the committed fixture set of testdata.
+var devSet = tokenmakertest.DevSet
 
-// devSet is the committed fixture set (root keys valid for 50 years from
-// wallettest.KATNow), so tests make fresh tokens without generating keys.
-func devSet(t *testing.T) *tokenmaker.DevSet {
-	t.Helper()
-	setOnce.Do(func() { set, setErr = tokenmaker.LoadDevSet("testdata") })
-	if setErr != nil {
-		t.Fatal(setErr)
-	}
-	if set.B == nil {
-		t.Fatal("testdata holds no walletb-pay set")
-	}
-	return set
-}
+// decoder is this wallet's side of the tests the wallets share.
+var decoder = tokenmakertest.Decoder[walletb.Config, walletb.Token]{
+	Config: (*tokenmaker.DevSet).WalletBConfig, Token: (*tokenmaker.DevSet).WalletB, Decrypt: walletb.Decrypt}
 
 func config(t *testing.T, ds *tokenmaker.DevSet) walletb.Config {
-	t.Helper()
-	cfg, err := ds.WalletBConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return tokenmakertest.Config(t, ds.WalletBConfig)
 }
 
 func withB(ds *tokenmaker.DevSet, edit func(b *tokenmaker.WalletBDev)) *tokenmaker.DevSet {
@@ -64,24 +46,17 @@ func withB(ds *tokenmaker.DevSet, edit func(b *tokenmaker.WalletBDev)) *tokenmak
 	return &c
 }
 
-const testPAN = "4012888888881881"
+const testPAN = tokenmakertest.PAN
 
 func input() tokenmaker.PaymentInput {
-	return tokenmaker.PaymentInput{PAN: testPAN, ExpMonth: "09", ExpYear: "2032",
-		Cryptogram: "AJ2mQXoAAAAAAAAAAAAAAAAAAAA=", ECI: "07", GatewayMerchantID: "merchant-7"}
+	in := tokenmakertest.Input()
+	in.GatewayMerchantID = "merchant-7"
+	return in
 }
 
 func readToken(t *testing.T, name string) walletb.Token {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tok walletb.Token
-	if err := json.Unmarshal(b, &tok); err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return wallettest.ReadJSON[walletb.Token](t, name)
 }
 
 func TestKnownAnswer(t *testing.T) {
@@ -158,27 +133,11 @@ func TestRecipientKeyAsECDH(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.PrivateKey = k
-	tok, err := ds.WalletB(walletb.VersionECv2, input())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := walletb.Decrypt(cfg, tok); err != nil {
-		t.Fatal(err)
-	}
+	decoder.DecryptsWith(t, ds, cfg, walletb.VersionECv2, input())
 }
 
 func TestReplayIsTheCallersJob(t *testing.T) {
-	ds := devSet(t)
-	cfg := config(t, ds)
-	tok, err := ds.WalletB(walletb.VersionECv2, input())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1, err1 := walletb.Decrypt(cfg, tok)
-	p2, err2 := walletb.Decrypt(cfg, tok)
-	if err1 != nil || err2 != nil || p1.ReplayKey() != p2.ReplayKey() || !strings.HasPrefix(p1.ReplayKey(), "walletb-pay:") {
-		t.Fatalf("%v %v %v %v", p1, p2, err1, err2)
-	}
+	decoder.DecryptsTwice(t, devSet(t), walletb.VersionECv2, input(), "walletb-pay:")
 }
 
 func TestRefusals(t *testing.T) {
@@ -434,22 +393,5 @@ func mustSign(k *ecdsa.PrivateKey, digest []byte) []byte {
 }
 
 func BenchmarkDecrypt(b *testing.B) {
-	ds, err := tokenmaker.LoadDevSet("testdata")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, _ := ds.WalletBConfig()
-	for _, v := range []string{walletb.VersionECv1, walletb.VersionECv2} {
-		tok, err := ds.WalletB(v, input())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(v, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := walletb.Decrypt(cfg, tok); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	decoder.Benchmark(b, []string{walletb.VersionECv1, walletb.VersionECv2}, input())
 }

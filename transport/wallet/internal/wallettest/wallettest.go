@@ -6,6 +6,7 @@ package wallettest
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -44,4 +45,15 @@ func MustB64(t testing.TB, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// ReadJSON reads a JSON file of the calling package's testdata folder (a
+// token fixture) into a T.
+func ReadJSON[T any](t testing.TB, name string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(ReadFile(t, name), &v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return v
 }

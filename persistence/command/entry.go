@@ -1,4 +1,4 @@
-package cluster
+package command
 
 import (
 	"encoding/binary"
@@ -6,22 +6,19 @@ import (
 	"fmt"
 
 	"github.com/go-json-experiment/json"
-
-	"github.com/paygate/gateway/order"
-	"github.com/paygate/gateway/persistence"
 )
 
 // Log entry format. An entry carries the commands of one or more proposals
-// (proposer.go packs them) and every replica decodes it, so on the write
+// (cluster's proposer packs them) and every replica decodes it, so on the write
 // path its codec is paid once on the leader and once per replica.
 //
 //	entryFormatV1  uvarint(count)  count × { tag  uvarint(len)  payload }
 //
-// tag entryOrder: the payload is order.AppendCommand (binary; Cmd.Order is
-// the only field set). tag entryJSON: the payload is the whole
-// persistence.Cmd as JSON: merchants, notification updates, members, which
-// are rare, and any Cmd that is not a lone order command, so a Cmd field
-// added later is carried without a change here.
+// tag entryOrder: the payload is AppendCommand (binary; Cmd.Order is the
+// only field set). tag entryJSON: the payload is the whole Cmd as JSON:
+// merchants, notification updates, members, which are rare, and any Cmd
+// that is not a lone order command, so a Cmd field added later is carried
+// without a change here.
 //
 // Entries written before this format are a JSON array of Cmd and start
 // with '['; entryFormatV1 can never start JSON, and DecodeEntry still reads
@@ -37,20 +34,21 @@ const (
 const entryCmdBytesMin = 2
 
 // EncodeEntry encodes the commands of one log entry.
-func EncodeEntry(cmds []persistence.Cmd) ([]byte, error) {
-	return appendEntryTo(make([]byte, 0, 16+256*len(cmds)), cmds)
+func EncodeEntry(cmds []Cmd) ([]byte, error) {
+	return AppendEntry(make([]byte, 0, 16+256*len(cmds)), cmds)
 }
 
-// appendEntryTo appends the encoding of one log entry to dst.
-func appendEntryTo(dst []byte, cmds []persistence.Cmd) ([]byte, error) {
+// AppendEntry appends the encoding of one log entry to dst (the
+// proposer reuses one buffer for every entry it packs).
+func AppendEntry(dst []byte, cmds []Cmd) ([]byte, error) {
 	dst = append(dst, entryFormatV1)
 	dst = binary.AppendUvarint(dst, uint64(len(cmds)))
 	for i := range cmds {
 		c := &cmds[i]
-		if c.Order != nil && *c == (persistence.Cmd{Order: c.Order}) {
+		if c.Order != nil && *c == (Cmd{Order: c.Order}) {
 			dst = append(dst, entryOrder)
 			start := len(dst)
-			dst = order.AppendCommand(dst, c.Order)
+			dst = AppendCommand(dst, c.Order)
 			dst = prefixLength(dst, start)
 			continue
 		}
@@ -81,13 +79,13 @@ func prefixLength(dst []byte, start int) []byte {
 // DecodeEntry decodes a log entry written by EncodeEntry, or by the JSON
 // encoding that preceded it. It never panics on corrupt input; every
 // replica fails the same bytes the same way.
-func DecodeEntry(data []byte) ([]persistence.Cmd, error) {
+func DecodeEntry(data []byte) ([]Cmd, error) {
 	if len(data) == 0 {
 		return nil, errors.New("empty log entry")
 	}
 	switch data[0] {
 	case '[':
-		var cmds []persistence.Cmd
+		var cmds []Cmd
 		if err := json.Unmarshal(data, &cmds); err != nil {
 			return nil, fmt.Errorf("legacy JSON entry: %w", err)
 		}
@@ -102,7 +100,7 @@ func DecodeEntry(data []byte) ([]persistence.Cmd, error) {
 		return nil, errors.New("log entry: bad command count")
 	}
 	rest = rest[n:]
-	cmds := make([]persistence.Cmd, count)
+	cmds := make([]Cmd, count)
 	for i := range cmds {
 		if len(rest) == 0 {
 			return nil, fmt.Errorf("log entry: command %d: truncated", i)
@@ -116,7 +114,7 @@ func DecodeEntry(data []byte) ([]persistence.Cmd, error) {
 		rest = rest[1+n+int(size):]
 		switch tag {
 		case entryOrder:
-			c, err := order.DecodeCommand(payload)
+			c, err := DecodeCommand(payload)
 			if err != nil {
 				return nil, fmt.Errorf("log entry: command %d: %w", i, err)
 			}

@@ -1,6 +1,7 @@
 // Package wire holds the primitives of the project's binary record formats:
-// the order codec (order/codec.go) and the records persistence keeps beside
-// orders. It says how a value is written, not what a record contains.
+// the order and command codec (package command) and the records
+// persistence keeps beside orders. It says how a value is written, not what
+// a record contains.
 //
 //	string            uvarint length, bytes
 //	[]byte            uvarint length, bytes (empty decodes as nil)

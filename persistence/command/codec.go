@@ -1,9 +1,10 @@
-package order
+package command
 
 import (
 	"encoding/binary"
 
-	"github.com/paygate/gateway/order/wire"
+	"github.com/paygate/gateway/order"
+	"github.com/paygate/gateway/persistence/command/wire"
 )
 
 // Binary codec of Order (the stored record), Command (the replicated log
@@ -40,7 +41,7 @@ const (
 var ErrCodec = wire.ErrCodec
 
 // AppendOrder appends the binary encoding of o to dst.
-func AppendOrder(dst []byte, o *Order) []byte {
+func AppendOrder(dst []byte, o *order.Order) []byte {
 	dst = append(dst, orderFormatV1)
 	dst = wire.AppendString(dst, o.Merchant)
 	dst = wire.AppendString(dst, o.ID)
@@ -96,20 +97,20 @@ func AppendOrder(dst []byte, o *Order) []byte {
 }
 
 // DecodeOrder decodes what AppendOrder encoded. b is not retained.
-func DecodeOrder(b []byte) (*Order, error) {
+func DecodeOrder(b []byte) (*order.Order, error) {
 	d := newDecoder(b, orderFormatV1, "order")
-	o := &Order{}
+	o := &order.Order{}
 	o.Merchant = d.Str()
 	o.ID = d.Str()
 	o.Amount = d.Varint()
 	o.Currency = d.Str()
-	o.Status = Status(d.Str())
+	o.Status = order.Status(d.Str())
 	o.SettledAmount = d.Varint()
 	o.RefundedAmount = d.Varint()
 	o.Description = d.Str()
 	o.Descriptor = d.Str()
 	if d.Present() {
-		o.Decline = &Decline{Code: d.Str(), Message: d.Str()}
+		o.Decline = &order.Decline{Code: d.Str(), Message: d.Str()}
 	}
 	o.RiskDecision = d.Str()
 	o.AVSCheck = d.Str()
@@ -126,7 +127,7 @@ func DecodeOrder(b []byte) (*Order, error) {
 	o.AutoSettleAt = d.Varint()
 	d.source(&o.Source)
 	if n := d.Count(txnBytesMin); n > 0 {
-		o.Txns = make([]Transaction, n)
+		o.Txns = make([]order.Transaction, n)
 		for i := range o.Txns {
 			d.txn(&o.Txns[i])
 		}
@@ -136,7 +137,7 @@ func DecodeOrder(b []byte) (*Order, error) {
 	o.UpdatedAt = d.Varint()
 	o.Version = d.Uvarint()
 	if d.Present() {
-		p := &PendingAuth{}
+		p := &order.PendingAuth{}
 		p.TxnID = d.Str()
 		p.ThreeDS = d.threeDSPtr()
 		p.Challenge = d.Str()
@@ -158,7 +159,7 @@ func DecodeOrder(b []byte) (*Order, error) {
 }
 
 // AppendCommand appends the binary encoding of c to dst.
-func AppendCommand(dst []byte, c *Command) []byte {
+func AppendCommand(dst []byte, c *order.Command) []byte {
 	dst = append(dst, commandFormatV1)
 	dst = wire.AppendString(dst, string(c.Kind))
 	dst = binary.AppendVarint(dst, c.Time)
@@ -239,22 +240,22 @@ func AppendCommand(dst []byte, c *Command) []byte {
 // createCommand and outcomeCommand hold a command with its data in one
 // allocation: a charge's two commands, decoded on every replica.
 type createCommand struct {
-	cmd    Command
-	create CreateData
+	cmd    order.Command
+	create order.CreateData
 }
 
 type outcomeCommand struct {
-	cmd     Command
-	outcome OutcomeData
+	cmd     order.Command
+	outcome order.OutcomeData
 }
 
 // DecodeCommand decodes what AppendCommand encoded. b is not retained.
-func DecodeCommand(b []byte) (*Command, error) {
+func DecodeCommand(b []byte) (*order.Command, error) {
 	d := newDecoder(b, commandFormatV1, "command")
 	// The fields before Create go to hdr, copied into the command once it
 	// is known whether it shares an allocation with its data.
-	var hdr Command
-	hdr.Kind = Kind(d.Str())
+	var hdr order.Command
+	hdr.Kind = order.Kind(d.Str())
 	hdr.Time = d.Varint()
 	hdr.Merchant = d.Str()
 	hdr.OrderID = d.Str()
@@ -266,7 +267,7 @@ func DecodeCommand(b []byte) (*Command, error) {
 	hdr.IdempotencyKey = d.Str()
 	hdr.RequestHash = d.Str()
 
-	var c *Command
+	var c *order.Command
 	if d.Present() {
 		blk := &createCommand{cmd: hdr}
 		c = &blk.cmd
@@ -294,12 +295,12 @@ func DecodeCommand(b []byte) (*Command, error) {
 		c.Create = cd
 	}
 	if d.Present() {
-		var r *OutcomeData
+		var r *order.OutcomeData
 		if c == nil {
 			blk := &outcomeCommand{cmd: hdr}
 			c, r = &blk.cmd, &blk.outcome
 		} else {
-			r = &OutcomeData{}
+			r = &order.OutcomeData{}
 		}
 		r.Approved = d.Bool()
 		r.AuthCode = d.Str()
@@ -314,23 +315,23 @@ func DecodeCommand(b []byte) (*Command, error) {
 		c.Outcome = r
 	}
 	if c == nil {
-		c = new(Command)
+		c = new(order.Command)
 		*c = hdr
 	}
 	if d.Present() {
-		c.Form = &FormData{TokenHash: d.Str(), ExpiresAt: d.Varint(), Language: d.Str()}
+		c.Form = &order.FormData{TokenHash: d.Str(), ExpiresAt: d.Varint(), Language: d.Str()}
 	}
 	if d.Present() {
-		s := &SubmitData{}
+		s := &order.SubmitData{}
 		d.source(&s.Source)
 		s.SealedCard = d.Bytes()
 		c.Submit = s
 	}
 	if d.Present() {
-		c.Challenge = &ChallengeData{ID: d.Str(), RedirectURL: d.Str(), ExpiresAt: d.Varint()}
+		c.Challenge = &order.ChallengeData{ID: d.Str(), RedirectURL: d.Str(), ExpiresAt: d.Varint()}
 	}
 	if d.Present() {
-		r := &ThreeDSResultData{}
+		r := &order.ThreeDSResultData{}
 		r.ChallengeID = d.Str()
 		r.Authenticated = d.Bool()
 		r.Result = d.threeDSPtr()
@@ -346,7 +347,7 @@ func DecodeCommand(b []byte) (*Command, error) {
 
 // Shared parts.
 
-func appendTxn(dst []byte, t *Transaction) []byte {
+func appendTxn(dst []byte, t *order.Transaction) []byte {
 	dst = wire.AppendString(dst, t.ID)
 	dst = binary.AppendVarint(dst, t.CreatedAt)
 	dst = binary.AppendVarint(dst, t.UpdatedAt)
@@ -364,12 +365,12 @@ func appendTxn(dst []byte, t *Transaction) []byte {
 // allocated.
 const txnBytesMin = 10
 
-func (d *decoder) txn(t *Transaction) {
+func (d *decoder) txn(t *order.Transaction) {
 	t.ID = d.Str()
 	t.CreatedAt = d.Varint()
 	t.UpdatedAt = d.Varint()
-	t.Operation = Operation(d.Str())
-	t.Status = TxnStatus(d.Str())
+	t.Operation = order.Operation(d.Str())
+	t.Status = order.TxnStatus(d.Str())
 	t.Currency = d.Str()
 	t.Amount = d.Varint()
 	t.AuthCode = d.Str()
@@ -377,7 +378,7 @@ func (d *decoder) txn(t *Transaction) {
 	t.RefundReasonCode = d.Str()
 }
 
-func appendThreeDSPtr(dst []byte, t *ThreeDS) []byte {
+func appendThreeDSPtr(dst []byte, t *order.ThreeDS) []byte {
 	dst = wire.AppendBool(dst, t != nil)
 	if t == nil {
 		return dst
@@ -390,18 +391,18 @@ func appendThreeDSPtr(dst []byte, t *ThreeDS) []byte {
 	return wire.AppendString(dst, t.CAVV)
 }
 
-func (d *decoder) threeDSPtr() *ThreeDS {
+func (d *decoder) threeDSPtr() *order.ThreeDS {
 	if !d.Present() {
 		return nil
 	}
-	return &ThreeDS{
+	return &order.ThreeDS{
 		Enrolled: d.Str(), AuthenticationResult: d.Str(), Version: d.Str(),
 		ECI: d.Str(), XID: d.Str(), CAVV: d.Str(),
 	}
 }
 
 // AppendTokenGrant appends the binary encoding of g to dst.
-func AppendTokenGrant(dst []byte, g *TokenGrant) []byte {
+func AppendTokenGrant(dst []byte, g *order.TokenGrant) []byte {
 	dst = append(dst, tokenGrantFormatV1)
 	dst = wire.AppendString(dst, g.Merchant)
 	dst = wire.AppendString(dst, g.CardID)
@@ -410,9 +411,9 @@ func AppendTokenGrant(dst []byte, g *TokenGrant) []byte {
 }
 
 // DecodeTokenGrant decodes what AppendTokenGrant encoded. b is not retained.
-func DecodeTokenGrant(b []byte) (*TokenGrant, error) {
+func DecodeTokenGrant(b []byte) (*order.TokenGrant, error) {
 	d := newDecoder(b, tokenGrantFormatV1, "token grant")
-	g := &TokenGrant{}
+	g := &order.TokenGrant{}
 	g.Merchant = d.Str()
 	g.CardID = d.Str()
 	g.ExpiresAt = d.Varint()
@@ -423,7 +424,7 @@ func DecodeTokenGrant(b []byte) (*TokenGrant, error) {
 	return g, nil
 }
 
-func appendSource(dst []byte, s *PaymentSource) []byte {
+func appendSource(dst []byte, s *order.PaymentSource) []byte {
 	dst = wire.AppendString(dst, s.Type)
 	dst = wire.AppendString(dst, s.CardID)
 	dst = wire.AppendString(dst, s.PaymentToken)
@@ -449,7 +450,7 @@ func appendSource(dst []byte, s *PaymentSource) []byte {
 	return dst
 }
 
-func (d *decoder) source(s *PaymentSource) {
+func (d *decoder) source(s *order.PaymentSource) {
 	s.Type = d.Str()
 	s.CardID = d.Str()
 	s.PaymentToken = d.Str()
@@ -464,7 +465,7 @@ func (d *decoder) source(s *PaymentSource) {
 	s.Masked = d.Str()
 	s.IssuerCountry = d.Str()
 	if d.Present() {
-		s.Billing = &Address{
+		s.Billing = &order.Address{
 			Line1: d.Str(), Line2: d.Str(), City: d.Str(),
 			State: d.Str(), Zip: d.Str(), Country: d.Str(),
 		}

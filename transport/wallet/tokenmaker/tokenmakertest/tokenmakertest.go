@@ -1,0 +1,122 @@
+// Package tokenmakertest holds what the tests of the wallet packages share
+// about the committed development set: loading it once per test binary,
+// the config a node makes of it, and the payment the round-trip tests
+// encrypt. It is imported by tests only.
+package tokenmakertest
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/paygate/gateway/transport/wallet"
+	"github.com/paygate/gateway/transport/wallet/tokenmaker"
+)
+
+var (
+	setOnce sync.Once
+	set     *tokenmaker.DevSet
+	setErr  error
+)
+
+// DevSet is the development set committed in the calling package's
+// testdata (certificates and root keys valid for 50 years from
+// wallettest.KATNow), loaded once, so tests make fresh tokens without
+// generating keys. Callers edit copies of it, never the set itself.
+func DevSet(t testing.TB) *tokenmaker.DevSet {
+	t.Helper()
+	setOnce.Do(func() { set, setErr = tokenmaker.LoadDevSet("testdata") })
+	if setErr != nil {
+		t.Fatal(setErr)
+	}
+	if set.A == nil && set.B == nil {
+		t.Fatal("testdata holds no development set")
+	}
+	return set
+}
+
+// Config is the config a node makes of a set (ds.WalletAConfig or
+// ds.WalletBConfig), failing the test when it cannot.
+func Config[C any](t testing.TB, config func() (C, error)) C {
+	t.Helper()
+	cfg, err := config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// PAN is the card number of Input.
+const PAN = "4012888888881881"
+
+// Input is the payment the round-trip tests encrypt; each wallet adds what
+// only its tokens carry.
+func Input() tokenmaker.PaymentInput {
+	return tokenmaker.PaymentInput{PAN: PAN, ExpMonth: "09", ExpYear: "2032",
+		Cryptogram: "AJ2mQXoAAAAAAAAAAAAAAAAAAAA=", ECI: "07"}
+}
+
+// Decoder is one wallet's side of the tests both wallets share: how a node
+// configures it, how the development set makes its tokens, and how it
+// decrypts them.
+type Decoder[C, T any] struct {
+	Config  func(*tokenmaker.DevSet) (C, error)
+	Token   func(ds *tokenmaker.DevSet, version string, in tokenmaker.PaymentInput) (T, error)
+	Decrypt func(C, T) (*wallet.Payment, error)
+}
+
+// Make makes a token of ds, failing the test when it cannot.
+func (d Decoder[C, T]) Make(t testing.TB, ds *tokenmaker.DevSet, version string, in tokenmaker.PaymentInput) T {
+	t.Helper()
+	tok, err := d.Token(ds, version, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// DecryptsWith checks that a fresh token of version decrypts under cfg
+// (a config with some key replaced by an equivalent one).
+func (d Decoder[C, T]) DecryptsWith(t *testing.T, ds *tokenmaker.DevSet, cfg C, version string, in tokenmaker.PaymentInput) {
+	t.Helper()
+	if _, err := d.Decrypt(cfg, d.Make(t, ds, version, in)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// DecryptsTwice checks that the decoder keeps no state: the same token
+// decrypts twice, to the same replay key, which starts with prefix (a
+// replayed token is the caller's to refuse).
+func (d Decoder[C, T]) DecryptsTwice(t *testing.T, ds *tokenmaker.DevSet, version string, in tokenmaker.PaymentInput, prefix string) *wallet.Payment {
+	t.Helper()
+	cfg := Config(t, func() (C, error) { return d.Config(ds) })
+	tok := d.Make(t, ds, version, in)
+	p1, err1 := d.Decrypt(cfg, tok)
+	p2, err2 := d.Decrypt(cfg, tok)
+	if err1 != nil || err2 != nil || p1.ReplayKey() != p2.ReplayKey() || !strings.HasPrefix(p1.ReplayKey(), prefix) {
+		t.Fatalf("%v %v %v %v", p1, p2, err1, err2)
+	}
+	return p1
+}
+
+// Benchmark decrypts a token of each version, from the committed set.
+func (d Decoder[C, T]) Benchmark(b *testing.B, versions []string, in tokenmaker.PaymentInput) {
+	ds, err := tokenmaker.LoadDevSet("testdata")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := d.Config(ds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range versions {
+		tok := d.Make(b, ds, v, in)
+		b.Run(v, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := d.Decrypt(cfg, tok); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
