@@ -54,20 +54,12 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gatewayctl backup: --out FILE is required")
 		return 2
 	}
-	if *token == "" {
-		*token = os.Getenv("GATEWAY_ADMIN_TOKEN")
-	}
-	if *token == "" {
-		fmt.Fprintln(stderr, "gatewayctl backup: --admin-token or GATEWAY_ADMIN_TOKEN is required")
-		return 2
-	}
-	base, err := memberURL(*addr)
-	if err != nil {
-		fmt.Fprintln(stderr, "gatewayctl backup:", err)
+	c := adminFor("gatewayctl backup", *addr, *token, stderr)
+	if c == nil {
 		return 2
 	}
 	hdr, sum, err := backup.WriteFileAtomic(*out, func(w io.Writer) error {
-		return fetchBackup(base, *token, w)
+		return fetchBackup(c, w)
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "gatewayctl backup:", err)
@@ -77,12 +69,12 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func fetchBackup(base, token string, w io.Writer) error {
-	req, err := http.NewRequest("GET", base+"/admin/v1/backup", nil)
+func fetchBackup(c *adminClient, w io.Writer) error {
+	req, err := http.NewRequest("GET", c.base+"/admin/v1/backup", nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+c.token)
 	// No overall timeout: a large store takes as long as it takes; the
 	// node cuts a stalled stream and the trailer check catches a cut.
 	resp, err := http.DefaultClient.Do(req)

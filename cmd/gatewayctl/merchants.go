@@ -43,13 +43,7 @@ func merchantsCmd(args []string, stdout, stderr io.Writer) int {
 	if !parseFlags(fs, args[1:], stderr) {
 		return 2
 	}
-	if *token == "" {
-		*token = os.Getenv("GATEWAY_ADMIN_TOKEN")
-	}
 	switch {
-	case *token == "":
-		fmt.Fprintln(stderr, "gatewayctl merchants: --admin-token or GATEWAY_ADMIN_TOKEN is required")
-		return 2
 	case *id == "" || (*pair != "api" && *pair != "webhook"):
 		fmt.Fprintln(stderr, "gatewayctl merchants rotate-keys: --merchant-id and --pair api|webhook are required")
 		return 2
@@ -57,12 +51,10 @@ func merchantsCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gatewayctl merchants rotate-keys: --overlap must be whole seconds, not negative")
 		return 2
 	}
-	base, err := memberURL(*addr)
-	if err != nil {
-		fmt.Fprintln(stderr, "gatewayctl merchants:", err)
+	c := adminFor("gatewayctl merchants rotate-keys", *addr, *token, stderr)
+	if c == nil {
 		return 2
 	}
-	c := &adminClient{base: base, token: *token}
 	data, err := c.do("POST", "/admin/v1/merchants/"+url.PathEscape(*id)+"/rotate-keys",
 		map[string]any{"pair": *pair, "overlap_seconds": int64(*overlap / time.Second)})
 	if err != nil {
