@@ -26,7 +26,15 @@ const (
 var (
 	backupLastSuccess = metrics.GetOrCreateGauge(`gateway_backup_last_success_timestamp_seconds`, nil)
 	backupFailures    = metrics.GetOrCreateCounter(`gateway_backup_failures_total`)
+	// backupInterval is --backup-interval in seconds, 0 without
+	// --backup-dir: an alert compares the last success's age with it.
+	backupInterval = metrics.GetOrCreateGauge(`gateway_backup_interval_seconds`, nil)
 )
+
+// firstBackupAfterMax bounds the wait for a node's first scheduled backup:
+// with a long interval, a restarted node would otherwise look stale (its
+// last success reads 0) for a whole interval.
+const firstBackupAfterMax = time.Minute
 
 // restoreFrom seeds an empty data dir from a backup file (--restore): the
 // file is verified whole (trailer, length, checksum) before anything is
@@ -49,14 +57,15 @@ func restoreFrom(cfg Config, file string) (backup.Header, error) {
 // failed backup is logged and counted, and the next interval tries again.
 func (n *Node) scheduledBackups() {
 	defer n.bg.Done()
-	t := time.NewTicker(n.cfg.BackupInterval)
-	defer t.Stop()
+	backupInterval.Set(n.cfg.BackupInterval.Seconds())
+	wait := min(n.cfg.BackupInterval, firstBackupAfterMax)
 	for {
 		select {
 		case <-n.stopLeader:
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
+		wait = n.cfg.BackupInterval
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.BackupInterval)
 		path, err := n.backupToDir(ctx)
 		cancel()

@@ -277,6 +277,9 @@ func TestScheduledBackupsKeepTheNewest(t *testing.T) {
 			fmt.Sscan(v, &ts)
 		}
 	}
+	if !strings.Contains(string(body), "\ngateway_backup_interval_seconds 0.15\n") {
+		t.Fatal("gateway_backup_interval_seconds does not say --backup-interval (150ms)")
+	}
 	if now := float64(time.Now().Unix()); ts < now-10 || ts > now+1 {
 		t.Fatalf("gateway_backup_last_success_timestamp_seconds = %v, want about %v", ts, now)
 	}
