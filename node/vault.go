@@ -152,6 +152,11 @@ func (n *Node) rewrapPass(ctx context.Context) (left int, err error) {
 		if ok {
 			batch = append(batch, e)
 		}
+		if len(batch) == rewrapBatch {
+			if err := flush(); err != nil {
+				return left, err
+			}
+		}
 	}
 	if err := flush(); err != nil {
 		return left, err
