@@ -23,7 +23,6 @@ import (
 	"github.com/paygate/gateway/transport/acquirer"
 )
 
-
 type fixture struct {
 	store    *persistence.Store
 	proposer *persistencetest.Log

@@ -123,7 +123,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	deps := &actors.Deps{
-		Proposer: n.raft, Store: n.store, Acquirer: acq, Vault: n.vault, Logger: logger,
+		Proposer: n.raft, Store: n.store, Acquirer: meterAcquirer(acq), Vault: n.vault, Logger: logger,
 		Now: time.Now, NewID: newID, SettleUnit: cfg.SettleDelayUnit, TokenTTL: cfg.TokenTTL,
 		ProposeTimeout: 10 * time.Second, AuthAttempts: 5,
 		ThreeDS: n.threeDS(), // forms.go
@@ -149,6 +149,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.gauges.NewGauge(`gateway_order_actors_live`, func() float64 { return float64(n.registry.Live()) })
 	n.gauges.NewGauge(`gateway_webhook_endpoints`, func() float64 { return float64(n.webhooks.Endpoints()) })
 	n.gauges.NewGauge(`gateway_webhook_endpoints_full`, func() float64 { return float64(n.webhooks.FullEndpoints()) })
+	n.registerNodeMetrics() // metrics.go
 	metrics.RegisterSet(n.gauges)
 
 	wallets, err := n.wallets()

@@ -336,26 +336,27 @@ type Response struct {
 // Post sends a signed request to /api/v3/<op>.
 func (m *Merchant) Post(t testing.TB, op string, body any, headers ...string) *Response {
 	t.Helper()
-	r, err := m.TryPost(op, body, headers...)
+	data, err := requestBody(body)
 	if err != nil {
 		t.Fatalf("POST %s: %v", op, err)
+	}
+	r, err := m.TryPost(op, data, headers...)
+	if err != nil {
+		t.Fatalf("POST %s: %v", op, err)
+	}
+	if AnswerCheck != nil {
+		if err := AnswerCheck(op, data, r); err != nil {
+			t.Errorf("the answer does not match docs/openapi.yaml: %v", err)
+		}
 	}
 	return r
 }
 
 // TryPost is Post that returns transport errors instead of failing.
 func (m *Merchant) TryPost(op string, body any, headers ...string) (*Response, error) {
-	var data []byte
-	switch b := body.(type) {
-	case []byte:
-		data = b
-	case string:
-		data = []byte(b)
-	default:
-		var err error
-		if data, err = json.Marshal(b); err != nil {
-			return nil, err
-		}
+	data, err := requestBody(body)
+	if err != nil {
+		return nil, err
 	}
 	req, _ := http.NewRequest("POST", m.BaseURL+"/api/v3/"+op, bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")
@@ -373,6 +374,17 @@ func (m *Merchant) TryPost(op string, body any, headers ...string) (*Response, e
 	out.Body, _ = io.ReadAll(resp.Body)
 	_ = json.Unmarshal(out.Body, &out.JSON)
 	return out, nil
+}
+
+// requestBody is a request's bytes: given as they are, or marshalled.
+func requestBody(body any) ([]byte, error) {
+	switch b := body.(type) {
+	case []byte:
+		return b, nil
+	case string:
+		return []byte(b), nil
+	}
+	return json.Marshal(body)
 }
 
 // Str reads a string at a dotted path of the JSON answer ("" if absent).
@@ -443,4 +455,50 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Metrics returns the node's /metrics page.
+func (n *Node) Metrics(t testing.TB) string {
+	t.Helper()
+	resp, err := http.Get(n.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+// Tool returns the path of an external program a test runs (promtool,
+// systemd-analyze). Where it is missing the test is skipped, except under
+// CI=true: scripts/test installs what the tests need, so a missing tool
+// there is a broken setup, not a reason to pass.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s not found under CI=true (scripts/test installs it)", name)
+	}
+	t.Skipf("%s not found (scripts/test installs it)", name)
+	return ""
+}
+
+// SampleNames lists the names of the samples of a /metrics page, as
+// queries name them (a histogram's name_bucket, name_sum and name_count).
+func SampleNames(page string) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range strings.Split(page, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, _ := strings.Cut(line, " ")
+		name, _, _ = strings.Cut(name, "{")
+		out[name] = true
+	}
+	return out
 }

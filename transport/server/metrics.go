@@ -9,12 +9,6 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 )
 
-// /metrics carries # HELP and # TYPE lines: without them Prometheus and
-// other scrapers take every series as untyped, so a counter cannot be
-// told from a gauge. Set here, at process start, because this package
-// serves /metrics (server.go); it is a process-wide switch of the library.
-func init() { metrics.ExposeMetadata(true) }
-
 // requestMetrics counts requests and their latency per operation and HTTP
 // status. Series are created on first use and cached: building a metric
 // name per request would dominate a hot path.

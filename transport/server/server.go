@@ -29,7 +29,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/go-json-experiment/json"
 	"github.com/valyala/bytebufferpool"
 	"github.com/valyala/fasthttp"
@@ -40,6 +39,7 @@ import (
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/apierr"
+	"github.com/paygate/gateway/transport/exposition"
 )
 
 // BodyBytesMax is the largest request body accepted (contract section 3).
@@ -287,6 +287,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	switch {
+	case path == openAPIPath:
+		serveOpenAPI(ctx)
 	case strings.HasPrefix(path, "/api/v3/"), strings.HasPrefix(path, "/api/v1/"):
 		s.serveMerchant(ctx, namedEndpoint{}, false) // no such operation
 	case path == "/healthz":
@@ -299,7 +301,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 		}
 	case path == "/metrics":
 		ctx.SetContentType("text/plain; version=0.0.4")
-		metrics.WritePrometheus(ctx, true)
+		exposition.Write(ctx) // # HELP text from one table; an error is the client's going away
 	case strings.HasPrefix(path, "/admin/v1/"):
 		s.serveAdmin(ctx, path[len("/admin/v1/"):])
 	default:
