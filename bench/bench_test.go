@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/paygate/gateway/bench/launch"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -422,7 +424,7 @@ func TestInterruptedRunReportsWhatRan(t *testing.T) {
 func TestRunNotStarted(t *testing.T) {
 	g, m := startFake(t)
 	// Nothing listens on a port just released.
-	ports, err := freePorts(1)
+	ports, err := launch.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}

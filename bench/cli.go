@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/paygate/gateway/bench/launch"
 )
 
 // Exit codes of Main.
@@ -282,7 +284,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer os.RemoveAll(dir)
 		fmt.Fprintln(stderr, "building gatewayd (go build ./cmd/gatewayd) ...")
-		if ra.gatewayd, err = BuildGatewayd(ctx, dir); err != nil {
+		if ra.gatewayd, err = launch.BuildGatewayd(ctx, dir); err != nil {
 			fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
 			return ExitNotStarted
 		}

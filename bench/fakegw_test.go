@@ -30,6 +30,9 @@ import (
 // API's merchants and cluster membership, and notifications to callback_url
 // signed with the webhook pair. A charge answers "processing" and becomes
 // "authorized" authDelay later.
+// fakeJoinToken is the join token a fake node1 makes and expects.
+const fakeJoinToken = "v1.fake"
+
 type fakeGateway struct {
 	ln         net.Listener
 	srv        *fasthttp.Server
@@ -150,11 +153,18 @@ func (g *fakeGateway) admin(ctx *fasthttp.RequestCtx, op string) {
 		}
 		g.mu.Unlock()
 		writeJSON(ctx, 200, map[string]any{"members": members, "leader_id": "node1"})
+	case "cluster/join-token":
+		writeJSON(ctx, 200, map[string]any{"join_token": fakeJoinToken, "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
 	case "cluster/join":
 		var j struct {
-			NodeID string `json:"node_id"`
+			NodeID    string `json:"node_id"`
+			JoinToken string `json:"join_token"`
 		}
 		_ = json.Unmarshal(ctx.PostBody(), &j)
+		if j.JoinToken != fakeJoinToken { // the spawner passes the token it was given on
+			writeError(ctx, 401, "1.01", "join_token", "join token missing or wrong")
+			return
+		}
 		g.mu.Lock()
 		g.members = append(g.members, j.NodeID)
 		g.mu.Unlock()
@@ -339,7 +349,8 @@ func fakeGatewayd(args []string) int {
 		_ = os.WriteFile(filepath.Join(dir, *nodeID+".pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
 	}
 	if *join != "" {
-		body, _ := json.Marshal(map[string]string{"node_id": *nodeID, "raft_addr": *raftAddr, "http_addr": *httpAddr})
+		body, _ := json.Marshal(map[string]string{"node_id": *nodeID, "raft_addr": *raftAddr, "http_addr": *httpAddr,
+			"join_token": os.Getenv("GATEWAY_JOIN_TOKEN")})
 		joined := false
 		for range 100 {
 			req, _ := http.NewRequest(http.MethodPost, "http://"+*join+"/admin/v1/cluster/join", bytes.NewReader(body))

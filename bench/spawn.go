@@ -1,29 +1,28 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	"github.com/paygate/gateway/bench/launch"
 )
 
 // SpawnOptions says how to start a local cluster of gatewayd processes.
 type SpawnOptions struct {
-	// Binary is the gatewayd executable (see BuildGatewayd). Required.
+	// Binary is the gatewayd executable (see launch.BuildGatewayd). Required.
 	Binary string
 	// Nodes is 1 or 3.
 	Nodes int
@@ -75,6 +74,7 @@ type Cluster struct {
 
 	opts      SpawnOptions
 	vaultKey  string
+	joinToken string // for the nodes that join node1
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -153,8 +153,17 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.opts.Nodes == 1 {
 		return nil
 	}
-	// The others join through node1. /healthz says a process is up (its
-	// ports bound); it can serve once the cluster has taken it in.
+	// The others join through node1, with a join token (their cluster
+	// links are under mutual TLS; docs/security.md), unless the extra
+	// arguments turn TLS off. /healthz says a process is up (its ports
+	// bound); it can serve once the cluster has taken it in.
+	if !slices.Contains(c.opts.ExtraArgs, "--insecure-cluster-links") {
+		tok, err := c.adminOf(c.Nodes[0]).JoinToken(ctx)
+		if err != nil {
+			return err
+		}
+		c.joinToken = tok
+	}
 	for i := 2; i <= c.opts.Nodes; i++ {
 		if err := c.startNode(ctx, fmt.Sprintf("node%d", i), c.Nodes[0].HTTPAddr, "/healthz"); err != nil {
 			return err
@@ -199,7 +208,7 @@ func (c *Cluster) startNode(ctx context.Context, id, join, path string) error {
 }
 
 func (c *Cluster) launch(id, join string) (*Node, error) {
-	ports, err := freePorts(3)
+	ports, err := launch.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +255,9 @@ func (c *Cluster) launch(id, join string) (*Node, error) {
 	n.cmd.Stdout = n.logFile
 	n.cmd.Stderr = n.logFile
 	n.cmd.Env = append(os.Environ(), c.opts.Env...)
+	if join != "" && c.joinToken != "" {
+		n.cmd.Env = append(n.cmd.Env, "GATEWAY_JOIN_TOKEN="+c.joinToken) // not in ps
+	}
 	n.cmd.SysProcAttr = childProcAttr()
 	if err := n.cmd.Start(); err != nil {
 		n.logFile.Close()
@@ -342,76 +354,53 @@ func (c *Cluster) poll(ctx context.Context, what string, check func() (bool, err
 }
 
 // Merchant is the answer of POST /admin/v1/merchants.
-type Merchant struct {
-	ID      string  `json:"merchant_id"`
-	API     KeyPair `json:"api"`
-	Webhook KeyPair `json:"webhook"`
-}
+type Merchant = launch.Merchant
 
 // KeyPair is a merchant's public and secret key.
-type KeyPair struct {
-	PublicKey string `json:"public_key"`
-	SecretKey string `json:"secret_key"`
-}
+type KeyPair = launch.KeyPair
 
 // CreateMerchant creates a merchant with no practical rate limit through
 // node1's admin API. A 503 (no leader yet) is retried until ReadyTimeout.
 func (c *Cluster) CreateMerchant(ctx context.Context, name string) (*Merchant, error) {
-	req, err := json.Marshal(map[string]any{"name": name, "rate_limit_rps": 1_000_000})
-	if err != nil {
-		return nil, err
-	}
-	var m Merchant
+	var m *Merchant
 	var last string
-	err = c.poll(ctx, "a merchant", func() (bool, error) {
-		status, err := c.admin(ctx, c.Nodes[0], http.MethodPost, "/admin/v1/merchants", req, &m)
+	err := c.poll(ctx, "a merchant", func() (bool, error) {
+		var err error
+		m, err = c.adminOf(c.Nodes[0]).CreateMerchant(ctx, name, 1_000_000)
+		var he *launch.HTTPError
 		switch {
+		case errors.As(err, &he) && he.Status == http.StatusServiceUnavailable:
+			last = "503"
+			return false, nil
+		case errors.As(err, &he):
+			return false, err
 		case err != nil:
 			last = err.Error()
 			return false, nil
-		case status == http.StatusServiceUnavailable:
-			last = "503"
-			return false, nil
-		case status != http.StatusOK && status != http.StatusCreated:
-			return false, fmt.Errorf("create merchant: HTTP %d", status)
-		case m.API.PublicKey == "" || m.API.SecretKey == "":
-			return false, errors.New("create merchant: answer has no api key pair")
 		}
 		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w (last: %s)", err, last)
 	}
-	return &m, nil
+	return m, nil
 }
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}
 
-// admin sends an admin API request with the bearer token and decodes a 2xx answer into out.
+// adminOf is node n's admin API.
+func (c *Cluster) adminOf(n *Node) launch.Admin {
+	return launch.Admin{BaseURL: n.URL(), Token: c.AdminToken, Client: httpClient}
+}
+
+// admin sends an admin API request with the bearer token and decodes a 2xx
+// answer into out. An answer that is not 2xx is its status, not an error.
 func (c *Cluster) admin(ctx context.Context, n *Node, method, path string, body []byte, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, method, n.URL()+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
+	status, err := c.adminOf(n).Do(ctx, method, path, body, out)
+	if he := (*launch.HTTPError)(nil); errors.As(err, &he) {
+		return status, nil
 	}
-	req.Header.Set("Authorization", "Bearer "+c.AdminToken)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if resp.StatusCode/100 == 2 && out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: %v", method, path, err)
-		}
-	}
-	return resp.StatusCode, nil
+	return status, err
 }
 
 // Targets are the nodes' base addresses.
@@ -501,22 +490,6 @@ func (c *Cluster) logf(format string, args ...any) {
 	}
 }
 
-// freePorts asks the kernel for n free loopback ports. They are released
-// before gatewayd binds them, so another process may take one in between:
-// startNode retries on fresh ports when that happens.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read does not fail
@@ -533,24 +506,4 @@ func tail(path string) string {
 		b = b[len(b)-logTailBytes:]
 	}
 	return strings.TrimRight(string(b), "\n")
-}
-
-// BuildGatewayd builds ./cmd/gatewayd of the module the working directory is
-// in (found with `go env GOMOD`) into dir and returns the binary's path.
-func BuildGatewayd(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside a Go module: run from the gateway's repository or pass --gatewayd")
-	}
-	bin := filepath.Join(dir, "gatewayd")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/gatewayd")
-	cmd.Dir = filepath.Dir(gomod)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/gatewayd: %w\n%s", err, msg)
-	}
-	return bin, nil
 }

@@ -272,25 +272,29 @@ func (n *Node) StoredMember(id string) (*command.Member, error) {
 type Route struct {
 	// Self: this node leads and serves the request.
 	Self bool
-	// LeaderID and LeaderHTTP name the leader to forward to; LeaderHTTP is
-	// empty when there is no leader or its record is unknown here.
+	// LeaderID and LeaderRaft name the leader to forward to (over its
+	// cluster port); LeaderRaft is empty when there is no leader.
 	LeaderID   string
+	LeaderRaft string
+	// LeaderHTTP is the leader's recorded HTTP address, for display
+	// (empty when its record is unknown here).
 	LeaderHTTP string
 }
 
-// Route finds the leader's HTTP address from raft and the member records.
+// Route finds the leader from raft, and its HTTP address from the member
+// records.
 func (n *Node) Route() Route {
-	_, id := n.Raft.LeaderWithID()
+	addr, id := n.Raft.LeaderWithID()
 	if id == "" {
 		return Route{}
 	}
 	if string(id) == n.cfg.NodeID {
 		if n.Raft.State() == raft.Leader {
-			return Route{Self: true, LeaderID: string(id), LeaderHTTP: n.cfg.HTTPAddr}
+			return Route{Self: true, LeaderID: string(id), LeaderRaft: string(addr), LeaderHTTP: n.cfg.HTTPAddr}
 		}
 		return Route{}
 	}
-	r := Route{LeaderID: string(id)}
+	r := Route{LeaderID: string(id), LeaderRaft: string(addr)}
 	if m, err := n.FSM.store.Member(string(id)); err == nil && m != nil {
 		r.LeaderHTTP = m.HTTPAddr
 	}

@@ -74,6 +74,10 @@ type Config struct {
 	WALSegmentBytes int
 	// Transport replaces the TCP transport (in-process cluster tests).
 	Transport raft.Transport
+	// StreamLayer carries raft's RPCs (the cluster port's raft connections,
+	// cluster/link) when Transport is nil. Without either, raft gets a
+	// plain TCP transport of its own on RaftAddr (tests only).
+	StreamLayer raft.StreamLayer
 	// RaftLogOutput receives raft's own warnings (default stderr).
 	RaftLogOutput io.Writer
 	// wrapLogStore, in tests, wraps the raft log store (to fail appends).
@@ -190,6 +194,12 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	}
 	var netTrans *raft.NetworkTransport
 	trans := cfg.Transport
+	if trans == nil && cfg.StreamLayer != nil {
+		netTrans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: cfg.StreamLayer, MaxPool: 8, Timeout: 10 * time.Second, Logger: hlog,
+		})
+		trans = netTrans
+	}
 	if trans == nil {
 		addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 		if err != nil {
@@ -328,15 +338,15 @@ func (n *Node) LeaderID() (id, addr string) {
 }
 
 // Ready reports whether the node can serve as far as it alone can tell: it
-// knows a leader it can reach (itself, or one whose HTTP address is
-// recorded, to forward to) and has applied its log up to the commit index
+// knows a leader it can reach (itself, or another at its raft address, to
+// forward to over the cluster port) and has applied its log up to the commit index
 // it knows. That is all of it for the leader. A follower's own commit index
 // trails the leader's by what it has not yet stored (it is 0 after a
 // restart until entries arrive), so whether a follower has caught up is
 // asked of the leader: CaughtUp (readiness.go), which transport/server's
 // /readyz adds.
 func (n *Node) Ready() bool {
-	if r := n.Route(); !r.Self && r.LeaderHTTP == "" {
+	if r := n.Route(); !r.Self && r.LeaderRaft == "" {
 		return false
 	}
 	return n.FSM.AppliedIndex() >= n.Raft.CommitIndex() || n.Raft.AppliedIndex() >= n.Raft.CommitIndex()

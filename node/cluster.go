@@ -1,32 +1,24 @@
 package node
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"time"
-
-	"github.com/go-json-experiment/json"
 )
 
 // joinBackoffMax bounds the wait between two join attempts.
 const joinBackoffMax = 2 * time.Second
 
-// joinClient talks to the member a node asks to join.
-var joinClient = &http.Client{Timeout: 15 * time.Second}
-
 // maintainMembership gets this node's member record right, then returns:
 //
-//   - a new node started with --join asks that member (any member: a
-//     follower forwards to the leader) to add it, retrying until the record
-//     has reached its own store, so it is a voter and peers can forward to it;
+//   - a new node started with --join asks a member (the one --join named,
+//     or any: a follower forwards to the leader) to add it, retrying until
+//     the record has reached its own store, so it is a voter and peers can
+//     forward to it;
 //   - a restarted member whose record is missing or stale (its addresses
 //     changed) asks the leader to update it.
 //
-// The leader writes its own record itself (leaderWork → RecordSelf), which
-// is how the bootstrap node gets one.
+// Both go over the cluster port (the peer service's join), where the
+// member's certificate says who asks. The leader writes its own record
+// itself (leaderWork → RecordSelf), which is how the bootstrap node gets one.
 func (n *Node) maintainMembership() {
 	defer n.bg.Done()
 	self := n.raft.SelfMember()
@@ -47,21 +39,25 @@ func (n *Node) maintainMembership() {
 		switch inConf := n.raft.InConfiguration(); {
 		case route.Self:
 			continue // leaderWork records this node
-		case inConf && route.LeaderHTTP != "":
-			target = route.LeaderHTTP
+		case inConf && route.LeaderRaft != "":
+			target = route.LeaderRaft
 		case n.cfg.Join != "" && (fresh || inConf):
-			target = n.cfg.Join
+			if n.joinRaft == "" {
+				info, err := getJoinInfo(n.joinInfoURL())
+				if err != nil {
+					n.logger.Warn("join: asking for the cluster port", "target", n.cfg.Join, "error", err)
+					continue
+				}
+				n.joinRaft = info.RaftAddr
+			}
+			target = n.joinRaft
 		case !inConf && !fresh:
 			n.logger.Info("not a member of the cluster (removed?); not rejoining without a new data dir")
 			return
 		default:
 			continue // no leader known yet
 		}
-		if n.cfg.AdminToken == "" {
-			n.logger.Error("cannot ask to join or update the member record without --admin-token")
-			return
-		}
-		err := n.askJoin(target)
+		err := n.peers.Join(target, self, 15*time.Second)
 		if err != nil && (attempt <= 3 || attempt%20 == 0) {
 			n.logger.Warn("join: not added yet; retrying", "target", target, "attempt", attempt, "error", err)
 		}
@@ -71,29 +67,10 @@ func (n *Node) maintainMembership() {
 	}
 }
 
-// askJoin sends POST /admin/v1/cluster/join to target (host:port).
-func (n *Node) askJoin(target string) error {
-	self := n.raft.SelfMember()
-	body, err := json.Marshal(map[string]string{"node_id": self.NodeID, "raft_addr": self.RaftAddr, "http_addr": self.HTTPAddr})
-	if err != nil {
-		return err
+// joinInfoURL is --join's join-info address.
+func (n *Node) joinInfoURL() string {
+	if n.cfg.JoinHTTPS {
+		return "https://" + n.cfg.Join + "/cluster/v1/join-info"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+target+"/admin/v1/cluster/join", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+n.cfg.AdminToken)
-	resp, err := joinClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
-	}
-	return nil
+	return "http://" + n.cfg.Join + "/cluster/v1/join-info"
 }

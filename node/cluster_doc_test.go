@@ -68,6 +68,8 @@ func TestClusterDocWalkthrough(t *testing.T) {
 	}
 	sh.run(prepare)
 	sh.run(block("cluster-start"))
+	sh.run(block("cluster-token"))
+	sh.run(block("cluster-join"))
 	nodes := map[string]*nodetest.Node{}
 	for i, a := range []string{"127.0.0.1:8081", "127.0.0.1:8082", "127.0.0.1:8083"} {
 		nodes[fmt.Sprintf("node%d", i+1)] = &nodetest.Node{ID: fmt.Sprintf("node%d", i+1), HTTPAddr: addr(a), Token: tok[1]}

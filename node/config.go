@@ -18,11 +18,19 @@ type Config struct {
 	HTTPAddr string
 	// AdvertiseHTTPAddr is the address the other nodes reach this one's
 	// HTTP API on (default: HTTPAddr); it is what the member record holds.
-	AdvertiseHTTPAddr     string
-	DataDir               string
-	NodeID                string
-	RaftAddr              string
-	Join                  string
+	AdvertiseHTTPAddr string
+	DataDir           string
+	NodeID            string
+	RaftAddr          string
+	// AdvertiseRaftAddr is the cluster port's address the others dial
+	// (default RaftAddr): what raft records, and what the node's
+	// certificate names. A node behind NAT or a TCP proxy needs it.
+	AdvertiseRaftAddr string
+	Join              string
+	// JoinHTTPS: --join was given as https://, the member serves TLS.
+	JoinHTTPS bool
+	// JoinToken lets a new node obtain its certificate (docs/security.md).
+	JoinToken             string
 	AdminToken            string
 	Dev                   bool
 	FormURL               string
@@ -50,6 +58,18 @@ type Config struct {
 	BackupDir      string        // scheduled backups go here ("" = none)
 	BackupInterval time.Duration // between scheduled backups
 	BackupKeep     int           // scheduled backups kept
+	// Cluster links (contract section 11): the operator's certificates, or
+	// none (<data-dir>/tls), or plain TCP on a loopback-only cluster.
+	ClusterCAFile        string
+	NodeCertFile         string
+	NodeKeyFile          string
+	InsecureClusterLinks bool
+	// The public edge: the HTTP listener's certificate and key (TLS when
+	// set), reloaded when the files change or on SIGHUP.
+	HTTPTLSCertFile string
+	HTTPTLSKeyFile  string
+	// PprofAddr serves net/http/pprof (loopback only; "" off).
+	PprofAddr string
 
 	// Tuning knobs that are not flags of the contract.
 	RaftLogDir        string        // raft log; "" = DataDir/raft/wal
@@ -129,15 +149,21 @@ func (c *Config) Validate() error {
 		}
 		c.AllowPrivateCallbacks = true
 	}
-	if c.Join != "" && c.AdminToken == "" {
-		return errors.New("--join needs --admin-token: the joining node calls the cluster's admin API with it")
-	}
 	if c.Join != "" {
+		c.JoinHTTPS = strings.HasPrefix(c.Join, "https://")
 		join, err := joinAddress(c.Join)
 		if err != nil {
 			return err
 		}
 		c.Join = join
+	}
+	if c.AdvertiseRaftAddr == "" {
+		c.AdvertiseRaftAddr = c.RaftAddr
+	} else if _, _, err := net.SplitHostPort(c.AdvertiseRaftAddr); err != nil || cluster.UnspecifiedHost(c.AdvertiseRaftAddr) {
+		return fmt.Errorf("--advertise-raft-addr %q: want host:port of an address the other nodes reach this one's cluster port on", c.AdvertiseRaftAddr)
+	}
+	if err := c.checkSecurity(); err != nil {
+		return err
 	}
 	if c.VaultKeyFile == "" && !c.Dev {
 		return errors.New("--vault-key-file is required (or --dev for a development key)")
@@ -237,16 +263,48 @@ func (c *Config) checkAcquirer() error {
 	return nil
 }
 
-// joinAddress accepts --join as host:port or as an http:// URL of a member
-// (operators copy either from the docs or the cluster view) and returns
-// host:port. Members serve their admin API over plain HTTP, so https:// and
-// paths are refused rather than silently dropped.
+// joinAddress accepts --join as host:port or as an http:// or https:// URL
+// of a member (operators copy either from the docs or the cluster view) and
+// returns host:port. Paths are refused rather than silently dropped.
 func joinAddress(join string) (string, error) {
-	addr := strings.TrimSuffix(strings.TrimPrefix(join, "http://"), "/")
+	addr := strings.TrimPrefix(strings.TrimPrefix(join, "http://"), "https://")
+	addr = strings.TrimSuffix(addr, "/")
 	if _, _, err := net.SplitHostPort(addr); err != nil || strings.ContainsAny(addr, "/?#") {
-		return "", fmt.Errorf("--join %q: want the HTTP address of a member, host:port or http://host:port", join)
+		return "", fmt.Errorf("--join %q: want the HTTP address of a member, host:port, http://host:port or https://host:port", join)
 	}
 	return addr, nil
+}
+
+// checkSecurity checks the cluster-link and public-edge flags (contract
+// section 11).
+func (c *Config) checkSecurity() error {
+	if c.InsecureClusterLinks {
+		if !loopbackAddr(c.RaftAddr) || !loopbackAddr(c.AdvertiseRaftAddr) {
+			return fmt.Errorf("--insecure-cluster-links is for a cluster whose every --raft-addr is a loopback address; %s is not: run with TLS (the default)", c.RaftAddr)
+		}
+		if c.ClusterCAFile != "" || c.NodeCertFile != "" || c.NodeKeyFile != "" || c.JoinToken != "" {
+			return errors.New("--insecure-cluster-links turns TLS off: it takes no --cluster-ca-file, --node-cert-file, --node-key-file or --join-token")
+		}
+	}
+	given := 0
+	for _, f := range []string{c.ClusterCAFile, c.NodeCertFile, c.NodeKeyFile} {
+		if f != "" {
+			given++
+		}
+	}
+	if given != 0 && given != 3 {
+		return errors.New("--cluster-ca-file, --node-cert-file and --node-key-file go together: give all three, or none (the cluster then makes its own)")
+	}
+	if given == 3 && c.JoinToken != "" {
+		return errors.New("--join-token is for a node without certificates: with --node-cert-file the node joins with its certificate alone")
+	}
+	if (c.HTTPTLSCertFile == "") != (c.HTTPTLSKeyFile == "") {
+		return errors.New("--http-tls-cert-file and --http-tls-key-file go together")
+	}
+	if c.PprofAddr != "" && !loopbackAddr(c.PprofAddr) {
+		return fmt.Errorf("--pprof-addr %s: profiles show the node's memory, card data included; listen on a loopback address (127.0.0.1:6060) and reach it through SSH", c.PprofAddr)
+	}
+	return nil
 }
 
 // loopbackAddr reports whether host:port listens on this machine only.

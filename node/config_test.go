@@ -17,7 +17,7 @@ func TestJoinAddressAcceptsHostPortOrHTTPURL(t *testing.T) {
 		{"gw-1.internal:8081", "gw-1.internal:8081", true},
 		{"http://[::1]:8081", "[::1]:8081", true},
 		{"127.0.0.1", "", false},                              // no port
-		{"https://127.0.0.1:8081", "", false},                 // members serve plain HTTP
+		{"https://127.0.0.1:8081", "127.0.0.1:8081", true},    // a member serving TLS (--http-tls-cert-file)
 		{"http://127.0.0.1:8081/admin/v1/cluster", "", false}, // a path would be dropped
 		{"http//127.0.0.1:8081", "", false},
 	} {
@@ -140,5 +140,50 @@ func TestAdvertisedHTTPAddr(t *testing.T) {
 		case tc.want != "" && (err != nil || c.AdvertiseHTTPAddr != tc.want):
 			t.Errorf("--http-addr %s --advertise-http-addr %q --join %q: %q %v, want %q", tc.http, tc.advertise, tc.join, c.AdvertiseHTTPAddr, err, tc.want)
 		}
+	}
+}
+
+// Cluster-link and public-edge flags (contract section 11).
+func TestSecurityFlags(t *testing.T) {
+	base := func() Config {
+		return Config{AdminToken: "t", VaultKeyFile: "k", SettleDelayUnit: time.Hour, HTTPAddr: "127.0.0.1:8080", RaftAddr: "127.0.0.1:7000"}
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		says string // "" when accepted
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"insecure on loopback", func(c *Config) { c.InsecureClusterLinks = true }, ""},
+		{"insecure on localhost", func(c *Config) { c.InsecureClusterLinks, c.RaftAddr = true, "localhost:7000" }, ""},
+		{"insecure on every interface", func(c *Config) { c.InsecureClusterLinks, c.RaftAddr = true, "0.0.0.0:7000" }, "loopback"},
+		{"insecure on a LAN address", func(c *Config) { c.InsecureClusterLinks, c.RaftAddr = true, "10.0.0.1:7000" }, "loopback"},
+		{"insecure advertising a LAN address", func(c *Config) { c.InsecureClusterLinks, c.AdvertiseRaftAddr = true, "10.0.0.1:7000" }, "loopback"},
+		{"insecure with a token", func(c *Config) { c.InsecureClusterLinks, c.JoinToken = true, "v1.x" }, "turns TLS off"},
+		{"one certificate flag of three", func(c *Config) { c.NodeCertFile = "n.crt" }, "go together"},
+		{"the three certificate flags", func(c *Config) { c.ClusterCAFile, c.NodeCertFile, c.NodeKeyFile = "ca", "n.crt", "n.key" }, ""},
+		{"certificates and a token", func(c *Config) {
+			c.ClusterCAFile, c.NodeCertFile, c.NodeKeyFile, c.JoinToken = "ca", "n.crt", "n.key", "v1.x"
+		}, "--join-token"},
+		{"HTTP certificate without its key", func(c *Config) { c.HTTPTLSCertFile = "c.pem" }, "go together"},
+		{"pprof on loopback", func(c *Config) { c.PprofAddr = "127.0.0.1:6060" }, ""},
+		{"pprof on every interface", func(c *Config) { c.PprofAddr = "0.0.0.0:6060" }, "loopback"},
+		{"pprof with no host", func(c *Config) { c.PprofAddr = ":6060" }, "loopback"},
+		{"join over https", func(c *Config) { c.Join = "https://10.0.0.1:8443" }, ""},
+	} {
+		c := base()
+		tc.set(&c)
+		err := c.Validate()
+		switch {
+		case tc.says == "" && err != nil:
+			t.Errorf("%s: %v, want accepted", tc.name, err)
+		case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)):
+			t.Errorf("%s: %v, want refused saying %q", tc.name, err, tc.says)
+		}
+	}
+	c := base()
+	c.Join = "https://10.0.0.1:8443"
+	if err := c.Validate(); err != nil || !c.JoinHTTPS || c.Join != "10.0.0.1:8443" {
+		t.Errorf("--join https://: %v %v %q", err, c.JoinHTTPS, c.Join)
 	}
 }

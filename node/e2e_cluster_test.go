@@ -539,19 +539,7 @@ func TestClusterJoinCannotTakeALiveMembersPlace(t *testing.T) {
 	leader := c.WaitLeader(nil, 10*time.Second)
 	follower := c.Other(leader)
 	other := c.Other(leader, follower)
-	members := func() string {
-		t.Helper()
-		v, err := leader.Status()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, m := range v.Members {
-			out = append(out, m.ID+"@"+m.RaftAddr)
-		}
-		sort.Strings(out)
-		return strings.Join(out, " ")
-	}
+	members := func() string { return memberList(t, leader) }
 	before := members()
 
 	twin := nodetest.Start(t, nodetest.Options{ID: leader.ID, Join: follower.HTTPAddr, KeyFile: c.KeyFile, NotReady: true})
@@ -592,6 +580,21 @@ func TestClusterJoinCannotTakeALiveMembersPlace(t *testing.T) {
 	if st, err := next.Admin("POST", "/admin/v1/cluster/join", body, nil); st != 409 || !strings.Contains(err.Error(), "left the cluster") {
 		t.Fatalf("join of the removed %s as it is: %d %v, want 409", leader.ID, st, err)
 	}
+}
+
+// memberList is the members n lists, as "id@raft_addr", sorted.
+func memberList(t *testing.T, n *nodetest.Node) string {
+	t.Helper()
+	v, err := n.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range v.Members {
+		out = append(out, m.ID+"@"+m.RaftAddr)
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
 }
 
 // A restarted member whose address changed gets its record updated, also

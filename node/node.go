@@ -19,6 +19,7 @@ import (
 
 	"github.com/paygate/gateway/actors"
 	"github.com/paygate/gateway/cluster"
+	clusterlink "github.com/paygate/gateway/cluster/link"
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/vault"
@@ -52,6 +53,15 @@ type Node struct {
 	// gauges read this node's actors at each scrape; unregistered on
 	// shutdown, so they never report a stopped node.
 	gauges *metrics.Set
+	// clusterLink is the cluster port (cluster/link); pki the node's certificates
+	// (clustertls.go); peers asks other members over the link.
+	clusterLink *clusterlink.Link
+	pki         *clusterPKI
+	peers       *server.PeerClient
+	// joinRaft is the cluster port of the member --join named (join.go).
+	joinRaft string
+	// httpCert serves the HTTP listener's TLS certificate (httptls.go).
+	httpCert *certReloader
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
@@ -105,8 +115,20 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	fsm.OnCommit = n.onCommit
+	linkTLS, err := n.clusterIdentity() // clustertls.go; a joiner gets its certificate here
+	if err != nil {
+		return nil, err
+	}
+	if n.clusterLink, err = clusterlink.Listen(clusterlink.Config{Addr: cfg.RaftAddr, Advertise: cfg.AdvertiseRaftAddr, TLS: linkTLS, Logger: logger}); err != nil {
+		return nil, err
+	}
+	dialPeer := func(addr string, timeout time.Duration) (net.Conn, error) {
+		return n.clusterLink.Dial(addr, clusterlink.KindPeer, timeout)
+	}
+	n.peers = server.NewPeerClient(dialPeer)
 	n.raft, err = cluster.Start(cluster.Config{
-		NodeID: cfg.NodeID, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, RaftLogDir: cfg.RaftLogDir, Bootstrap: cfg.Join == "",
+		StreamLayer: n.clusterLink.RaftLayer(),
+		NodeID:      cfg.NodeID, RaftAddr: cfg.AdvertiseRaftAddr, DataDir: cfg.DataDir, RaftLogDir: cfg.RaftLogDir, Bootstrap: cfg.Join == "",
 		Logger: logger, HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, HTTPAddr: cfg.AdvertiseHTTPAddr,
 		WALSegmentBytes: cfg.WALSegmentBytes, SnapshotBytesPerSec: cfg.SnapshotRateMiB << 20,
@@ -161,11 +183,14 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: derive(kek, "request-hash"),
 		CheckCallbackURL: guard.CheckURL, OnNotify: n.webhooks.Wake,
 		Wallets: wallets, Forms: n.forms(), VaultCount: n.CountUnderPrevious,
+		DialPeer: dialPeer, PKI: n.pki,
 	})
-	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	if n.listener, err = n.listenHTTP(); err != nil { // httptls.go
+		return nil, err
 	}
 	go func() { n.serveErr <- n.server.Serve(n.listener) }()
+	go n.server.ServePeers(n.clusterLink.Listener(clusterlink.KindPeer))
+	go n.server.ServeJoins(n.clusterLink.Listener(clusterlink.KindJoin))
 
 	n.bg.Add(2)
 	go n.watchLeadership()
@@ -176,6 +201,11 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	n.bg.Add(1)
 	go n.countVault() // vault.go
+	// Certificates the cluster made are renewed while the node runs.
+	if linkTLS != nil && cfg.ClusterCAFile == "" {
+		n.bg.Add(1)
+		go n.renewLoop() // clustertls.go
+	}
 	ok = true
 	return n, nil
 }
@@ -300,6 +330,7 @@ func (n *Node) leaderWork(ctx context.Context) {
 	if err := n.raft.RecordSelf(ctx); err != nil {
 		n.logger.Warn("record own member record", "error", err)
 	}
+	n.replicateCA(ctx) // clustertls.go
 	if n.cfg.Dev {
 		n.ensureDevMerchant()
 	}
@@ -427,6 +458,12 @@ func (n *Node) closeAll() {
 		if err := n.raft.Shutdown(); err != nil {
 			n.logger.Warn("raft shutdown", "error", err)
 		}
+	}
+	if n.clusterLink != nil {
+		n.clusterLink.Close() // raft's shutdown closed it already, unless raft never started
+	}
+	if n.httpCert != nil {
+		n.httpCert.stop()
 	}
 	if n.store != nil {
 		if err := n.store.Close(); err != nil {

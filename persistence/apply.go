@@ -258,6 +258,10 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyMerchantKeys(c.MerchantKeys)
 	case c.VaultRewrap != nil:
 		return b.applyVaultRewrap(c.VaultRewrap)
+	case c.ClusterCA != nil:
+		return b.applyClusterCA(c.ClusterCA)
+	case c.JoinToken != nil:
+		return b.applyJoinToken(c.JoinToken)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }

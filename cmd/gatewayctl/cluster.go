@@ -24,7 +24,7 @@ import (
 // (/admin/v1/cluster...) with a readable table or --json.
 
 func init() {
-	register("cluster", "cluster status, join, remove and leadership transfer (admin API)", runCluster)
+	register("cluster", "cluster status, join, remove, leadership transfer and join tokens (admin API)", runCluster)
 }
 
 const clusterUsage = `usage:
@@ -32,9 +32,11 @@ const clusterUsage = `usage:
   gatewayctl cluster join   --node-id ID --raft-addr HOST:PORT --http-addr HOST:PORT [--addr ...]
   gatewayctl cluster remove --node-id ID [--addr ...]
   gatewayctl cluster transfer-leadership [--node-id ID] [--addr ...]
+  gatewayctl cluster join-token [--ttl 1h] [--addr ...]
 
---addr is any member's HTTP address, host:port or http://host:port (members
-serve plain HTTP; default $GATEWAY_HTTP_ADDR or 127.0.0.1:8080); the admin
+--addr is any member's HTTP address, host:port, http://host:port or
+https://host:port for a member serving TLS (--http-tls-cert-file; default
+$GATEWAY_HTTP_ADDR or 127.0.0.1:8080); the admin
 token defaults to $GATEWAY_ADMIN_TOKEN. transfer-leadership waits (up to 5 s)
 until a leader is known and names it.
 `
@@ -55,6 +57,7 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the JSON answer")
 	var nodeID, raftAddr, httpAddr *string
 	var digest *bool
+	var ttl *time.Duration
 	switch sub {
 	case "status":
 		digest = fs.Bool("digest", false, "also ask each member for its state digest (reads the whole store)")
@@ -66,6 +69,8 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 		nodeID = fs.String("node-id", "", "id of the node to remove")
 	case "transfer-leadership":
 		nodeID = fs.String("node-id", "", "voter to hand leadership to (default: any)")
+	case "join-token":
+		ttl = fs.Duration("ttl", time.Hour, "how long the token lets nodes join (up to 168h)")
 	default:
 		fmt.Fprintf(stderr, "gatewayctl cluster: unknown subcommand %q\n\n%s", sub, clusterUsage)
 		return 2
@@ -107,6 +112,14 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		data, err = c.do("POST", "/admin/v1/cluster/remove", map[string]string{"node_id": *nodeID})
+	case "join-token":
+		if *ttl < time.Second {
+			fmt.Fprintln(stderr, "gatewayctl cluster join-token: --ttl must be at least 1s")
+			return 2
+		}
+		if data, err = c.do("POST", "/admin/v1/cluster/join-token", map[string]int64{"ttl_seconds": int64(*ttl / time.Second)}); err == nil && !*asJSON {
+			return printJoinToken(stdout, stderr, data)
+		}
 	case "transfer-leadership":
 		if _, err = c.do("POST", "/admin/v1/cluster/transfer-leadership", map[string]string{"node_id": *nodeID}); err != nil {
 			break
@@ -136,6 +149,23 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	return printMembers(stdout, stderr, data)
 }
 
+// printJoinToken prints the token alone on stdout (so that
+// GATEWAY_JOIN_TOKEN=$(gatewayctl cluster join-token) works) and its expiry
+// on stderr.
+func printJoinToken(stdout, stderr io.Writer, data []byte) int {
+	var ans struct {
+		JoinToken string `json:"join_token"`
+		ExpiresAt string `json:"expires_at"`
+	}
+	if err := json.Unmarshal(data, &ans); err != nil || ans.JoinToken == "" {
+		fmt.Fprintf(stderr, "gatewayctl cluster join-token: unexpected answer: %s\n", data)
+		return 1
+	}
+	fmt.Fprintln(stdout, ans.JoinToken)
+	fmt.Fprintf(stderr, "join token valid until %s: start new nodes with GATEWAY_JOIN_TOKEN=<token> gatewayd --join <member> ...\n", ans.ExpiresAt)
+	return 0
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -143,15 +173,14 @@ func envOr(name, def string) string {
 	return def
 }
 
-// memberURL turns --addr into a member's base URL. Members serve plain HTTP:
-// --addr is host:port or http://host:port (a host alone is port 80).
-// https:// and paths are refused rather than turned into http://https://h:p.
+// memberURL turns --addr into a member's base URL: host:port or
+// http://host:port (a host alone is port 80), or https://host:port for a
+// member that serves TLS. Paths are refused rather than dropped.
 func memberURL(addr string) (string, error) {
-	if len(addr) >= 8 && strings.EqualFold(addr[:8], "https://") {
-		return "", fmt.Errorf("--addr %q: members serve plain HTTP; give host:port or http://host:port", addr)
-	}
-	hp := addr
-	if len(hp) >= 7 && strings.EqualFold(hp[:7], "http://") {
+	hp, scheme := addr, "http://"
+	if len(hp) >= 8 && strings.EqualFold(hp[:8], "https://") {
+		hp, scheme = hp[8:], "https://"
+	} else if len(hp) >= 7 && strings.EqualFold(hp[:7], "http://") {
 		hp = hp[7:]
 	}
 	hp = strings.TrimSuffix(hp, "/")
@@ -161,9 +190,9 @@ func memberURL(addr string) (string, error) {
 		host, port, err = hp, "80", nil
 	}
 	if err != nil || host == "" || port == "" || strings.ContainsAny(hp, "/?#@ ") {
-		return "", fmt.Errorf("--addr %q: want a member's HTTP address, host:port or http://host:port", addr)
+		return "", fmt.Errorf("--addr %q: want a member's HTTP address, host:port, http://host:port or https://host:port", addr)
 	}
-	return "http://" + hp, nil
+	return scheme + hp, nil
 }
 
 // leaderWait bounds how long transfer-leadership waits for a leader to be

@@ -237,9 +237,9 @@ func TestClusterTransferLeadershipNamesTheNewLeader(t *testing.T) {
 	}
 }
 
-// --addr is a member's plain-HTTP address, as --join takes it: host:port or
-// http://host:port. https:// and paths are refused instead of being turned
-// into http://https://h:p.
+// --addr is a member's HTTP address, as --join takes it: host:port,
+// http://host:port or https://host:port. Paths are refused instead of being
+// turned into http://https://h:p.
 func TestClusterAddr(t *testing.T) {
 	addr, _ := adminStub(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"node_id":"n1","leader_id":"n1","term":1,"members":[]}`)
@@ -252,19 +252,18 @@ func TestClusterAddr(t *testing.T) {
 	}
 	// A host alone is port 80: a member behind a proxy.
 	for in, want := range map[string]string{"gw.internal": "http://gw.internal", "http://lb/": "http://lb",
-		"[::1]:8080": "http://[::1]:8080"} {
+		"[::1]:8080": "http://[::1]:8080", "https://gw.example:8443": "https://gw.example:8443"} {
 		if got, err := memberURL(in); err != nil || got != want {
 			t.Errorf("memberURL(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for bad, want := range map[string]string{
-		"https://" + addr:        "plain HTTP",
-		addr + "/admin/v1":       "host:port or http://host:port",
-		"http://" + addr + "/x":  "host:port or http://host:port",
-		"localhost:":             "host:port or http://host:port",
-		"http://:8080":           "host:port or http://host:port",
-		"ftp://" + addr:          "host:port or http://host:port",
-		"http://https://" + addr: "host:port or http://host:port",
+		addr + "/admin/v1":       "host:port, http://host:port or https://host:port",
+		"http://" + addr + "/x":  "host:port, http://host:port or https://host:port",
+		"localhost:":             "host:port, http://host:port or https://host:port",
+		"http://:8080":           "host:port, http://host:port or https://host:port",
+		"ftp://" + addr:          "host:port, http://host:port or https://host:port",
+		"http://https://" + addr: "host:port, http://host:port or https://host:port",
 	} {
 		var out, errOut bytes.Buffer
 		if code := clusterCmd([]string{"status", "--addr", bad, "--admin-token", "tok"}, &out, &errOut); code != 2 ||

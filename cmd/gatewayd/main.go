@@ -30,12 +30,20 @@ func run(args []string) int {
 	cfg := node.Defaults()
 	fs := flag.NewFlagSet("gatewayd", flag.ContinueOnError)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "merchant API, form, admin, health and metrics listener")
-	fs.StringVar(&cfg.AdvertiseHTTPAddr, "advertise-http-addr", "", "host:port the other nodes reach this one's HTTP API on (default --http-addr; needed when that listens on 0.0.0.0)")
+	fs.StringVar(&cfg.AdvertiseHTTPAddr, "advertise-http-addr", "", "host:port recorded as this node's HTTP API, shown by cluster status (default --http-addr; needed when that listens on 0.0.0.0)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "Pebble, Raft snapshots and (without --raft-log-dir) the Raft log")
 	fs.StringVar(&cfg.RaftLogDir, "raft-log-dir", "", "Raft log, ideally on a device of its own (default <data-dir>/raft/wal)")
 	fs.StringVar(&cfg.NodeID, "node-id", cfg.NodeID, "stable identity in the cluster")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft traffic between nodes")
+	fs.StringVar(&cfg.AdvertiseRaftAddr, "advertise-raft-addr", "", "host:port the other nodes reach this one's cluster port on (default --raft-addr)")
 	fs.StringVar(&cfg.Join, "join", "", "HTTP address of any member whose cluster to join (host:port or http://host:port)")
+	fs.StringVar(&cfg.JoinToken, "join-token", "", "join token of the cluster to --join (gatewayctl cluster join-token); prefer GATEWAY_JOIN_TOKEN, which ps does not show")
+	fs.StringVar(&cfg.ClusterCAFile, "cluster-ca-file", "", "PEM CA of the cluster links (the operator's PKI; default: the cluster's own, in <data-dir>/tls)")
+	fs.StringVar(&cfg.NodeCertFile, "node-cert-file", "", "PEM certificate of this node on the cluster links (with --cluster-ca-file)")
+	fs.StringVar(&cfg.NodeKeyFile, "node-key-file", "", "PEM private key of --node-cert-file")
+	fs.BoolVar(&cfg.InsecureClusterLinks, "insecure-cluster-links", false, "cluster links without TLS: only when every --raft-addr is a loopback address")
+	fs.StringVar(&cfg.HTTPTLSCertFile, "http-tls-cert-file", "", "serve the HTTP listener over TLS with this PEM certificate (reloaded on SIGHUP or change)")
+	fs.StringVar(&cfg.HTTPTLSKeyFile, "http-tls-key-file", "", "PEM private key of --http-tls-cert-file")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token of the admin API (empty: admin API off)")
 	fs.BoolVar(&cfg.Dev, "dev", false, "development: sandbox merchant, dev admin token and vault key, private callbacks allowed")
 	fs.StringVar(&cfg.FormURL, "form-url", "", "public address put into form_url and redirect_url (default http://<advertise-http-addr>)")
@@ -60,7 +68,7 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.BackupInterval, "backup-interval", time.Hour, "time between scheduled backups (with --backup-dir)")
 	fs.IntVar(&cfg.BackupKeep, "backup-keep", 24, "scheduled backups kept in --backup-dir; older ones are deleted")
 	memLimit := fs.Int64("memory-limit-mib", 640, "soft limit of the Go heap in MiB (GOMEMLIMIT wins when set); Pebble's caches come on top")
-	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this address (off when empty; profiling only)")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback address (off when empty; profiling only)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	// Raft tuning: hidden from -help, documented in docs/cluster.md.
 	fs.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries between snapshots (0: 8192)")
@@ -112,13 +120,13 @@ func run(args []string) int {
 			debug.SetGCPercent(200)
 		}
 	}
-	if *pprofAddr != "" {
-		go func() { logger.Info("pprof", "error", http.ListenAndServe(*pprofAddr, nil)) }()
-	}
-	n, err := node.Start(cfg, logger)
+	n, err := node.Start(cfg, logger) // checks --pprof-addr is loopback
 	if err != nil {
 		logger.Error("start failed", "error", err)
 		return 1
+	}
+	if cfg.PprofAddr != "" {
+		go func() { logger.Info("pprof", "error", http.ListenAndServe(cfg.PprofAddr, nil)) }()
 	}
 	logger.Info("gatewayd listening", "http_addr", n.Addr(), "raft_addr", cfg.RaftAddr, "node_id", cfg.NodeID, "data_dir", cfg.DataDir)
 	if cfg.Dev {

@@ -72,7 +72,7 @@ func (n *Node) Alive() bool {
 // SelfStatus is a node's answer to GET /admin/v1/cluster/self.
 type SelfStatus = cluster.SelfStatus
 
-var adminClient = &http.Client{Timeout: 30 * time.Second}
+var adminClient = testClient
 
 // Admin sends an admin request and decodes a JSON answer into out (may be nil).
 func (n *Node) Admin(method, path, body string, out any) (int, error) {

@@ -1,21 +1,25 @@
 // Package nodetest runs real gatewayd processes for end-to-end tests: it
 // builds the binary once, starts nodes on free loopback ports, and speaks
-// signed HTTP to them. Nothing here is a stub: every request goes through
+// signed HTTP to them. Building, ports and the admin calls a new cluster
+// needs (join tokens, merchants) are bench/launch's, shared with
+// gatewaybench --spawn. Nothing here is a stub: every request goes through
 // the real front end, actors, raft and store.
 package nodetest
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paygate/gateway/bench/launch"
 	"github.com/paygate/gateway/transport/signature"
 )
 
@@ -47,17 +52,8 @@ func (b *binary) build(t testing.TB, name string) string {
 			b.err = err
 			return
 		}
-		b.path = filepath.Join(dir, name)
-		root, err := moduleRoot()
-		if err != nil {
-			b.err = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", b.path, "./cmd/"+name)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("build %s: %v\n%s", name, err, out)
-		}
+		// The same build as gatewaybench --spawn (bench/launch).
+		b.path, b.err = launch.Build(context.Background(), dir, name)
 	})
 	if b.err != nil {
 		t.Fatal(b.err)
@@ -81,23 +77,14 @@ func Run(m *testing.M) int {
 	return code
 }
 
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Dir(strings.TrimSpace(string(out))), nil
-}
-
 // FreeAddr returns a loopback address with a free port.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := launch.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", ports[0])
 }
 
 // Node is a gatewayd process and what it needs to be restarted.
@@ -108,6 +95,7 @@ type Node struct {
 	RaftAddr string
 	DataDir  string
 	Args     []string // extra flags
+	Env      []string // extra environment (GATEWAY_JOIN_TOKEN)
 	cmd      *exec.Cmd
 	logs     *syncBuffer
 	stdout   *syncBuffer
@@ -130,6 +118,11 @@ type Options struct {
 	// NotReady returns once the process runs, without waiting for it to
 	// be ready (a node expected never to be).
 	NotReady bool
+	// JoinToken is given to a node with Join (GATEWAY_JOIN_TOKEN). Empty:
+	// Start asks the member at Join for a new one, unless NoJoinToken is
+	// set or the node runs with --insecure-cluster-links.
+	JoinToken   string
+	NoJoinToken bool
 }
 
 // Start starts a node and waits until /readyz answers 200.
@@ -152,6 +145,14 @@ func Start(t testing.TB, o Options) *Node {
 	}, o.Args...)
 	if o.Join != "" {
 		n.Args = append(n.Args, "--join", o.Join)
+		token := o.JoinToken
+		if token == "" && !o.NoJoinToken && !slices.Contains(n.Args, "--insecure-cluster-links") {
+			token = NewJoinToken(t, o.Join)
+		}
+		if token != "" {
+			// In the environment, as operators are told: ps shows arguments.
+			n.Env = append(n.Env, "GATEWAY_JOIN_TOKEN="+token)
+		}
 	}
 	n.start()
 	t.Cleanup(func() { n.Kill() })
@@ -159,6 +160,27 @@ func Start(t testing.TB, o Options) *Node {
 		n.WaitReady(30 * time.Second)
 	}
 	return n
+}
+
+// NewJoinToken asks the member at httpAddr for a join token (valid 1 h).
+func NewJoinToken(t testing.TB, httpAddr string) string {
+	t.Helper()
+	tok, err := launch.Admin{BaseURL: "http://" + httpAddr, Token: AdminToken, Client: testClient}.JoinToken(context.Background())
+	if err != nil {
+		t.Fatalf("join token from %s: %v", httpAddr, err)
+	}
+	return tok
+}
+
+// WaitExit waits up to timeout for the process to end and returns its exit
+// code (-1 when it is still running).
+func (n *Node) WaitExit(timeout time.Duration) int {
+	select {
+	case <-n.exited:
+		return n.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		return -1
+	}
 }
 
 // NewKeyFile writes a random vault key (64 hex characters) to a temp file.
@@ -180,6 +202,9 @@ func (n *Node) start() {
 	n.t.Helper()
 	args := append([]string{"--http-addr", n.HTTPAddr, "--raft-addr", n.RaftAddr}, n.Args...)
 	n.cmd = exec.Command(Binary(n.t), args...)
+	if len(n.Env) > 0 {
+		n.cmd.Env = append(os.Environ(), n.Env...)
+	}
 	n.logs, n.stdout = &syncBuffer{}, &syncBuffer{}
 	n.cmd.Stderr, n.cmd.Stdout = n.logs, n.stdout
 	n.exited = make(chan struct{})
@@ -199,7 +224,7 @@ func (n *Node) WaitReady(timeout time.Duration) {
 			n.t.Fatalf("%s exited before ready: %v\n%s", n.ID, n.exitErr, n.logs.String())
 		default:
 		}
-		resp, err := http.Get("http://" + n.HTTPAddr + "/readyz")
+		resp, err := testClient.Get(n.URL() + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -271,8 +296,21 @@ func (n *Node) Restart() {
 // Logs returns everything the node wrote to stderr and stdout so far.
 func (n *Node) Logs() string { return n.logs.String() + n.stdout.String() }
 
-// URL is the node's base URL.
-func (n *Node) URL() string { return "http://" + n.HTTPAddr }
+// URL is the node's base URL (https:// for a node started with
+// --http-tls-cert-file).
+func (n *Node) URL() string {
+	if slices.Contains(n.Args, "--http-tls-cert-file") {
+		return "https://" + n.HTTPAddr
+	}
+	return "http://" + n.HTTPAddr
+}
+
+// testClient is nodetest's own HTTP client. It accepts any certificate of
+// a node serving TLS: the tests of the TLS edge check the certificate
+// themselves, with a client of their own.
+var testClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
+}}
 
 // Merchant is a merchant's keys.
 type Merchant struct {
@@ -285,37 +323,16 @@ type Merchant struct {
 	HTTPClient *http.Client
 }
 
-type keyPair struct {
-	PublicKey string `json:"public_key"`
-	SecretKey string `json:"secret_key"`
-}
-
 // CreateMerchant creates a merchant through the admin API.
 func (n *Node) CreateMerchant(t testing.TB, rps int) *Merchant {
 	t.Helper()
-	body := fmt.Sprintf(`{"name":"test","rate_limit_rps":%d}`, rps)
-	req, _ := http.NewRequest("POST", n.URL()+"/admin/v1/merchants", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+AdminToken)
-	resp, err := http.DefaultClient.Do(req)
+	m, err := launch.Admin{BaseURL: n.URL(), Token: AdminToken, Client: testClient}.CreateMerchant(context.Background(), "test", rps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var out struct {
-		MerchantID string  `json:"merchant_id"`
-		API        keyPair `json:"api"`
-		Webhook    keyPair `json:"webhook"`
-	}
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("create merchant: %d %s", resp.StatusCode, data)
-	}
-	if err := json.Unmarshal(data, &out); err != nil || out.API.PublicKey == "" || out.API.SecretKey == "" {
-		t.Fatalf("create merchant: %v %s", err, data)
-	}
-	return &Merchant{ID: out.MerchantID, PublicKey: out.API.PublicKey, SecretKey: out.API.SecretKey,
-		WebhookPK: out.Webhook.PublicKey, WebhookSK: out.Webhook.SecretKey, BaseURL: n.URL(),
-		HTTPClient: &http.Client{Timeout: 30 * time.Second}}
+	return &Merchant{ID: m.ID, PublicKey: m.API.PublicKey, SecretKey: m.API.SecretKey,
+		WebhookPK: m.Webhook.PublicKey, WebhookSK: m.Webhook.SecretKey, BaseURL: n.URL(),
+		HTTPClient: testClient}
 }
 
 // At returns a copy of the merchant that talks to another node.

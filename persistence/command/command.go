@@ -18,6 +18,27 @@ type Cmd struct {
 	// VaultRewrap re-seals values under the current vault key
 	// (persistence/rewrap.go).
 	VaultRewrap *VaultRewrap `json:"vr,omitempty"`
+	// ClusterCA and JoinToken are the cluster links' secrets
+	// (persistence/clusterpki.go).
+	ClusterCA *ClusterCA `json:"ca,omitempty"`
+	JoinToken *JoinToken `json:"jt,omitempty"`
+}
+
+// ClusterCA is the cluster's certificate authority as replicated: the
+// certificate in PEM and the private key sealed under the vault key.
+type ClusterCA struct {
+	CertPEM   string `json:"cert_pem"`
+	SealedKey []byte `json:"sealed_key"`
+}
+
+// JoinToken is what the cluster keeps of a join token: never its secret,
+// only the secret's SHA-256.
+type JoinToken struct {
+	ID         string `json:"id"`
+	SecretHash string `json:"secret_hash"`
+	// CreatedAt and ExpiresAt are Unix nanoseconds, decided by the leader.
+	CreatedAt int64 `json:"created_at"`
+	ExpiresAt int64 `json:"expires_at"`
 }
 
 // Merchant is a merchant account. Secrets are vault-sealed.

@@ -41,6 +41,8 @@ func entrySamples() map[string]Cmd {
 			Entries: []NotifyExpiry{{ID: "ntf_1", FinishedAt: 5}, {ID: "ntf_2", FinishedAt: 6}}}},
 		"IdemPrune": {IdemPrune: &IdemPrune{Before: 12,
 			Entries: []IdemExpiry{{Merchant: "m1", Key: "ik", CreatedAt: 7}}}},
+		"ClusterCA": {ClusterCA: &ClusterCA{CertPEM: "-----BEGIN CERTIFICATE-----", SealedKey: []byte("sealed")}},
+		"JoinToken": {JoinToken: &JoinToken{ID: "0123456789abcdef", SecretHash: "ab12", CreatedAt: 13, ExpiresAt: 14}},
 	}
 }
 

@@ -447,13 +447,26 @@ func (v *violations) orderFields(o *OrderFields, redirects bool) {
 		v.url("fail_url", o.FailURL)
 		v.url("success_url", o.SuccessURL)
 	}
-	v.optString("website", o.Website, 255)
+	v.website(o.Website)
 	v.reqString("processing_mid", o.ProcessingMID, 255)
 	v.optString("dynamic_descriptor", o.DynamicDescriptor, 50)
 	if len(o.OrderMetadata) > MaxOrderMetadata {
 		v.add(famGeneral, "order_metadata", "order_metadata should have at most "+strconv.Itoa(MaxOrderMetadata)+" properties")
 	}
 	v.customer(o.Customer)
+}
+
+// website must name an origin: the hosted form allows framing by it alone
+// (transport/server's framing policy), and one it could not read would
+// leave the form frameable by any site.
+func (v *violations) website(p *string) {
+	s, ok := v.optString("website", p, 255)
+	if !ok {
+		return
+	}
+	if u, err := url.Parse(s); !validHTTPURL(s) || err != nil || u.User != nil || strings.ContainsAny(u.Host, ";,'\"*") {
+		v.add(famGeneral, "website", "website should be an absolute http or https URL with a host, e.g. https://shop.example")
+	}
 }
 
 // settle checks the mandatory settle object of interface 4.9.

@@ -157,6 +157,11 @@ var chargeCases = []chargeCase{
 	{"settle.delay_hours too large", func(r *ChargeRequest) { r.Settle.DelayHours = ptr(MaxSettleDelayHours + 1) }, invalid, "settle.delay_hours", "at most 8760"},
 	// website, processing_mid, dynamic_descriptor, order_metadata
 	{"website too long", func(r *ChargeRequest) { r.Website = long(256) }, invalid, "website", "website should have at most 255 characters"},
+	{"website without a scheme", func(r *ChargeRequest) { r.Website = ptr("shop.example") }, invalid, "website", "website should be an absolute http or https URL with a host, e.g. https://shop.example"},
+	{"website of another scheme", func(r *ChargeRequest) { r.Website = ptr("javascript:alert(1)") }, invalid, "website", "website should be an absolute http or https URL with a host, e.g. https://shop.example"},
+	{"website without a host", func(r *ChargeRequest) { r.Website = ptr("https:///cart") }, invalid, "website", "website should be an absolute http or https URL with a host, e.g. https://shop.example"},
+	{"website with a wildcard", func(r *ChargeRequest) { r.Website = ptr("https://*.example") }, invalid, "website", "website should be an absolute http or https URL with a host, e.g. https://shop.example"},
+	{"website with user info", func(r *ChargeRequest) { r.Website = ptr("https://user@shop.example") }, invalid, "website", "website should be an absolute http or https URL with a host, e.g. https://shop.example"},
 	{"processing_mid missing", func(r *ChargeRequest) { r.ProcessingMID = nil }, invalid, "processing_mid", "processing_mid is required"},
 	{"processing_mid empty", func(r *ChargeRequest) { r.ProcessingMID = ptr("") }, invalid, "processing_mid", "must not be empty"},
 	{"processing_mid too long", func(r *ChargeRequest) { r.ProcessingMID = long(256) }, invalid, "processing_mid", "at most 255"},

@@ -20,12 +20,14 @@ import (
 //
 //	GET  /admin/v1/cluster          members, leader, term; each member's raft indexes (asked of the member itself)
 //	GET  /admin/v1/cluster/self     this node's own raft view (?digest=1 adds the state digest)
+//	POST /admin/v1/cluster/join-token {"ttl_seconds"}: a join token for new nodes (peer.go)
 //	POST /admin/v1/cluster/join     {"node_id","raft_addr","http_addr"}: add a voter (runs on the leader)
 //	POST /admin/v1/cluster/remove   {"node_id"}: remove a member (runs on the leader)
 //	POST /admin/v1/cluster/transfer-leadership {"node_id"}: hand leadership to that voter (any, when empty)
 //
 // GETs answer from the node asked; POSTs are forwarded to the leader like
-// every admin write.
+// every admin write. Members ask each other over the cluster port
+// (peer.go), never over this API.
 
 // peerStatusTimeout bounds asking one member for its status.
 const peerStatusTimeout = time.Second
@@ -40,6 +42,7 @@ func (s *Server) clusterAdminRoutes() map[string]AdminHandler {
 		"cluster/join":                s.clusterJoin,
 		"cluster/remove":              s.clusterRemove,
 		"cluster/transfer-leadership": s.clusterTransfer,
+		"cluster/join-token":          s.clusterJoinToken, // peer.go
 	}
 }
 
@@ -70,14 +73,10 @@ func (s *Server) clusterStatus(ctx *fasthttp.RequestCtx) {
 			}
 			continue
 		}
-		if m.HTTPAddr == "" {
-			ms.Error = "no member record: HTTP address unknown"
-			continue
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := s.peerSelf(m.HTTPAddr, digest)
+			st, err := s.peerSelf(m.RaftAddr, digest)
 			if err != nil {
 				ms.Error = err.Error()
 				return
@@ -89,34 +88,13 @@ func (s *Server) clusterStatus(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, 200, out)
 }
 
-// peerSelf asks a member for GET /admin/v1/cluster/self.
-func (s *Server) peerSelf(httpAddr string, digest bool) (*cluster.SelfStatus, error) {
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	uri := "http://" + httpAddr + "/admin/v1/cluster/self"
-	if digest {
-		uri += "?digest=1"
-	}
-	req.SetRequestURI(uri)
-	req.Header.SetMethod(fasthttp.MethodGet)
-	req.Header.Set("Authorization", "Bearer "+s.cfg.AdminToken)
+// peerSelf asks a member for its raft view over the cluster port.
+func (s *Server) peerSelf(raftAddr string, digest bool) (*cluster.SelfStatus, error) {
 	timeout := peerStatusTimeout
 	if digest {
 		timeout = 30 * time.Second
 	}
-	if err := s.fwd.peers.DoTimeout(req, resp, timeout); err != nil {
-		return nil, err
-	}
-	if resp.StatusCode() != 200 {
-		return nil, errors.New("member answered HTTP " + fasthttp.StatusMessage(resp.StatusCode()))
-	}
-	var st cluster.SelfStatus
-	if err := json.Unmarshal(resp.Body(), &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return s.peers.Self(raftAddr, digest, timeout)
 }
 
 func (s *Server) clusterSelf(ctx *fasthttp.RequestCtx) {
@@ -139,14 +117,30 @@ type joinRequest struct {
 }
 
 func (s *Server) clusterJoin(ctx *fasthttp.RequestCtx) {
+	if req, ok := readJoin(ctx); ok {
+		s.joinMember(ctx, req)
+	}
+}
+
+// readJoin reads a join's POST body; on false it has answered the error.
+func readJoin(ctx *fasthttp.RequestCtx) (joinRequest, bool) {
 	if !ctx.IsPost() {
 		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to join"))
-		return
+		return joinRequest{}, false
 	}
+	req, verr := parseJoin(ctx.PostBody())
+	if verr != nil {
+		writeError(ctx, verr)
+		return req, false
+	}
+	return req, true
+}
+
+// parseJoin decodes and checks a join's body.
+func parseJoin(body []byte) (joinRequest, *apierr.Error) {
 	var req joinRequest
-	if err := json.Unmarshal(ctx.PostBody(), &req, json.RejectUnknownMembers(true)); err != nil {
-		writeError(ctx, apierr.New(apierr.BadBody, "body", "body must be a JSON object with node_id, raft_addr and http_addr"))
-		return
+	if err := json.Unmarshal(body, &req, json.RejectUnknownMembers(true)); err != nil {
+		return req, apierr.New(apierr.BadBody, "body", "body must be a JSON object with node_id, raft_addr and http_addr")
 	}
 	var verr *apierr.Error
 	check := func(attr, v string, addr bool) {
@@ -171,13 +165,18 @@ func (s *Server) clusterJoin(ctx *fasthttp.RequestCtx) {
 	check("node_id", req.NodeID, false)
 	check("raft_addr", req.RaftAddr, true)
 	check("http_addr", req.HTTPAddr, true)
-	if verr != nil {
-		writeError(ctx, verr)
+	return req, verr
+}
+
+// joinMember adds a voter (on the leader: the caller forwarded it here).
+func (s *Server) joinMember(ctx *fasthttp.RequestCtx, req joinRequest) {
+	if p := s.cfg.PKI; p != nil && !p.Secure() && !loopbackHost(req.RaftAddr) {
+		writeError(ctx, apierr.New(apierr.Invalid, "raft_addr", "this cluster's links run without TLS (--insecure-cluster-links), which is for loopback addresses only: raft_addr "+req.RaftAddr+" is not one"))
 		return
 	}
 	// A voter that cannot be reached counts against the quorum from the
 	// moment it is added: a mistyped address would stop a single node at
-	// once. The joining node's raft transport listens before it asks.
+	// once. The joining node's cluster port listens before it asks.
 	if err := probeRaft(req.RaftAddr); err != nil {
 		writeError(ctx, apierr.New(apierr.Invalid, "raft_addr", "raft_addr does not answer ("+err.Error()+"): start the node before it joins"))
 		return
@@ -202,13 +201,13 @@ func (s *Server) clusterJoin(ctx *fasthttp.RequestCtx) {
 // --node-id, node1 by default, would take the first one's place), and the
 // member a join would remove must leave a quorum that answers.
 func (s *Server) joinConflict(req joinRequest) *apierr.Error {
-	st, err := s.peerSelf(req.HTTPAddr, false)
+	st, err := s.peerSelf(req.RaftAddr, false)
 	if err != nil {
-		return apierr.New(apierr.Invalid, "http_addr", "http_addr does not answer as a gateway node ("+err.Error()+"): start the node before it joins")
+		return apierr.New(apierr.Invalid, "raft_addr", "raft_addr does not answer as a member of this cluster ("+err.Error()+"): start the node, with a certificate of this cluster, before it joins")
 	}
-	if st.NodeID != req.NodeID || !sameAddr(st.RaftAddr, req.RaftAddr) {
+	if st.NodeID != req.NodeID || !sameAddr(st.HTTPAddr, req.HTTPAddr) {
 		return apierr.New(apierr.IllegalStatus, "node_id", fmt.Sprintf(
-			"the node at http_addr %s is %s with raft_addr %s, not %s with raft_addr %s", req.HTTPAddr, st.NodeID, st.RaftAddr, req.NodeID, req.RaftAddr))
+			"the node at raft_addr %s is %s with http_addr %s, not %s with http_addr %s", req.RaftAddr, st.NodeID, st.HTTPAddr, req.NodeID, req.HTTPAddr))
 	}
 	if st.State == "Shutdown" {
 		// Removed, it stopped its raft (the process still serves): added
@@ -274,6 +273,16 @@ func hostIPs(host string) []net.IP {
 	}
 	ips, _ := net.LookupIP(host)
 	return ips
+}
+
+// loopbackHost reports whether host:port names this machine only.
+func loopbackHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // probeRaftTimeout bounds the check that a raft address answers.

@@ -421,10 +421,14 @@ func seeOther(ctx *fasthttp.RequestCtx, path string) {
 	ctx.SetStatusCode(fasthttp.StatusSeeOther)
 }
 
+// allowMethod accepts the request's method when it is one of methods
+// ("GET, POST"), compared whole: "OST" or "" is not POST. HEAD goes with GET.
 func allowMethod(ctx *fasthttp.RequestCtx, method string) bool {
 	m := string(ctx.Method())
-	if strings.Contains(method, m) || (m == "HEAD" && strings.Contains(method, "GET")) {
-		return true
+	for _, allowed := range strings.Split(method, ", ") {
+		if m == allowed || (m == "HEAD" && allowed == "GET") {
+			return true
+		}
 	}
 	ctx.Response.Header.Set("Allow", method)
 	writePageError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use "+method+" for this path"))

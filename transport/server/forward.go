@@ -12,28 +12,29 @@ import (
 	"github.com/paygate/gateway/transport/apierr"
 )
 
-// ForwardedHeader marks a request a follower forwarded to the leader. Its
-// value is the forwarding node's id. A node that receives a forwarded
-// request while not leading answers 503 6.02 rather than forward it again,
-// so a request crosses at most one hop even while leadership moves.
+// ForwardedHeader marks a request a follower forwarded to the leader over
+// the cluster port. Its value is the forwarding node's id. A node that
+// receives a forwarded request (one with this header on its peer service) while not
+// leading answers 503 6.02 rather than forward it again, so a request
+// crosses at most one hop even while leadership moves. On the HTTP listener
+// the header means nothing.
 const ForwardedHeader = "X-Gateway-Forwarded-By"
 
 // forwardDialTimeout bounds connecting to the leader.
 const forwardDialTimeout = 2 * time.Second
 
-// forwarder relays requests to the leader over pooled keep-alive connections.
+// forwarder relays requests to the leader over pooled keep-alive peer
+// connections on the cluster port (mutual TLS: the card data and signatures
+// they carry never cross the network in clear).
 type forwarder struct {
-	client *fasthttp.Client
-	// peers asks members for their status: GETs, retried on a stale
-	// keep-alive connection (a member that restarted).
-	peers   *fasthttp.Client
+	client  *fasthttp.Client
 	timeout time.Duration
 	// relayed counts forwarded requests; failed those the leader did not
 	// answer (the caller got 503 6.02).
 	relayed, failed *metrics.Counter
 }
 
-func newForwarder(requestTimeout time.Duration) *forwarder {
+func newForwarder(requestTimeout time.Duration, dial PeerDialer) *forwarder {
 	// The leader answers within its own request timeout; allow for the hop.
 	timeout := requestTimeout + 5*time.Second
 	return &forwarder{
@@ -53,15 +54,7 @@ func newForwarder(requestTimeout time.Duration) *forwarder {
 			// client's to retry (with the same order_id / Idempotency-Key).
 			MaxIdemponentCallAttempts: 1,
 			Dial: func(addr string) (net.Conn, error) {
-				return fasthttp.DialTimeout(addr, forwardDialTimeout)
-			},
-		},
-		peers: &fasthttp.Client{
-			Name:                     "gatewayd-cluster-status",
-			NoDefaultUserAgentHeader: true,
-			MaxIdleConnDuration:      10 * time.Second,
-			Dial: func(addr string) (net.Conn, error) {
-				return fasthttp.DialTimeout(addr, forwardDialTimeout)
+				return dial(addr, forwardDialTimeout)
 			},
 		},
 		relayed: metrics.GetOrCreateCounter(`gateway_forwarded_requests_total`),
@@ -72,9 +65,11 @@ func newForwarder(requestTimeout time.Duration) *forwarder {
 // forward decides where a request is served; it is the one place that does.
 // On the leader it passes the read barrier (cluster.ReadBarrier) and returns
 // handled=false: the request goes on to dispatch here. On a follower it sends
-// the request as received (method, path, headers, body) to the leader and
-// relays the leader's answer as is (status, body, Retry-After); the leader
-// verifies the signature again. With no reachable leader it answers 503 6.02
+// the request as received (method, path, headers, body) to the leader's
+// peer service and relays the leader's answer as is (status, body,
+// Retry-After); the leader verifies the signature again. An admin request
+// goes without its bearer token: this node checked it, and the token never
+// leaves the node it was sent to. With no reachable leader it answers 503 6.02
 // with Retry-After. status is what was written when handled.
 func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	c := s.cfg.Cluster
@@ -95,10 +90,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 		}
 		return false, 0
 	}
-	if len(ctx.Request.Header.Peek(ForwardedHeader)) > 0 {
+	if fromPeer(ctx) && len(ctx.Request.Header.Peek(ForwardedHeader)) > 0 {
 		return unavailable("this node is not the leader; retry the same request")
 	}
-	if route.LeaderHTTP == "" {
+	if route.LeaderRaft == "" {
 		return unavailable("no leader; retry the same request")
 	}
 
@@ -108,12 +103,13 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	defer fasthttp.ReleaseResponse(resp)
 	ctx.Request.CopyTo(req)
 	req.URI().SetScheme("http")
-	req.SetHost(route.LeaderHTTP)
+	req.SetHost(route.LeaderRaft)
 	req.Header.Del("Connection")
+	req.Header.Del("Authorization")
 	req.Header.Set(ForwardedHeader, c.SelfMember().NodeID)
 	if err := s.fwd.client.DoTimeout(req, resp, s.fwd.timeout); err != nil {
 		s.fwd.failed.Inc()
-		s.cfg.Logger.Warn("forward to leader failed", "leader_id", route.LeaderID, "leader_http", route.LeaderHTTP, "error", err)
+		s.cfg.Logger.Warn("forward to leader failed", "leader_id", route.LeaderID, "leader_raft", route.LeaderRaft, "error", err)
 		if repeatIsANewRefund(ctx) && !neverSent(err) { // the leader may have made it
 			e := refundOutcomeUnknown()
 			writeError(ctx, e)

@@ -58,7 +58,9 @@ func TestForwardFailuresThatNeverReachedTheLeader(t *testing.T) {
 		{"no answer in time", readsAndStalls, 200 * time.Millisecond, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fwd := newForwarder(time.Second)
+			fwd := newForwarder(time.Second, func(addr string, timeout time.Duration) (net.Conn, error) {
+				return net.DialTimeout("tcp", addr, timeout)
+			})
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)

@@ -13,6 +13,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -81,6 +82,11 @@ type Config struct {
 	VaultCount func() (int, error)
 	// Forms configures the hosted payment form and 3-D Secure pages.
 	Forms FormConfig
+	// DialPeer opens a peer connection to a member's cluster port
+	// (cluster/link); nil dials plain TCP (tests of the front end alone).
+	DialPeer PeerDialer
+	// PKI issues node certificates to joiners (nil: none, as insecure).
+	PKI ClusterPKI
 }
 
 // AdminHandler serves one admin route. It writes a JSON answer.
@@ -92,8 +98,9 @@ type Server struct {
 	http      *fasthttp.Server
 	endpoints map[string]namedEndpoint
 	metrics   *requestMetrics
-	fwd       *forwarder // relays requests to the leader (forward.go)
-	hashers   sync.Pool  // *requestHasher keyed with cfg.HashKey
+	fwd       *forwarder  // relays requests to the leader (forward.go)
+	peers     *PeerClient // asks members for their status (peer.go)
+	hashers   sync.Pool   // *requestHasher keyed with cfg.HashKey
 	// handling counts requests being handled, for Shutdown: a connection
 	// with none is not waited for.
 	handling atomic.Int64
@@ -109,7 +116,12 @@ func New(cfg Config) *Server {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 15 * time.Second
 	}
-	s := &Server{cfg: cfg, metrics: newRequestMetrics(), fwd: newForwarder(cfg.RequestTimeout)}
+	if cfg.DialPeer == nil {
+		cfg.DialPeer = func(addr string, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout("tcp", addr, timeout)
+		}
+	}
+	s := &Server{cfg: cfg, metrics: newRequestMetrics(), fwd: newForwarder(cfg.RequestTimeout, cfg.DialPeer), peers: NewPeerClient(cfg.DialPeer)}
 	s.hashers.New = func() any { return &requestHasher{mac: hmac.New(sha256.New, cfg.HashKey)} }
 	s.cfg.AdminRoutes = map[string]AdminHandler{}
 	for _, routes := range []map[string]AdminHandler{s.clusterAdminRoutes(), cfg.AdminRoutes} {
@@ -271,6 +283,13 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "the node is shutting down: send the request again"))
 		return
 	}
+	if ambiguousLength(&ctx.Request.Header) {
+		// A proxy in front may have framed it the other way: a request
+		// smuggled inside this one's body. Nothing after it is trusted.
+		ctx.SetConnectionClose()
+		s.refuse(ctx, apierr.New(apierr.BadBody, "body", "a request must not carry both Content-Length and Transfer-Encoding"), time.Now())
+		return
+	}
 	if e := readBody(ctx); e != nil {
 		s.refuse(ctx, e, time.Now())
 		return
@@ -291,6 +310,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 		serveOpenAPI(ctx)
 	case strings.HasPrefix(path, "/api/v3/"), strings.HasPrefix(path, "/api/v1/"):
 		s.serveMerchant(ctx, namedEndpoint{}, false) // no such operation
+	case path == "/cluster/v1/join-info":
+		s.serveJoinInfo(ctx) // peer.go
 	case path == "/healthz":
 		writeJSON(ctx, 200, map[string]string{"status": "ok"})
 	case path == "/readyz":
@@ -368,13 +389,38 @@ func (s *Server) ready() bool {
 	if r.Self {
 		return true
 	}
-	st, err := s.peerSelf(r.LeaderHTTP, false)
+	st, err := s.peerSelf(r.LeaderRaft, false)
 	if err != nil || !st.Leading() {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyWait)
 	defer cancel()
 	return c.CaughtUp(ctx, st.CommitIndex)
+}
+
+// ambiguousLength reports whether a request's header names both a
+// Content-Length and a Transfer-Encoding (RFC 9112 6.3: a server may refuse
+// it, and must close the connection after). fasthttp would frame it by
+// Transfer-Encoding and forget the length, so the raw header block is read.
+func ambiguousLength(h *fasthttp.RequestHeader) bool {
+	raw := h.RawHeaders()
+	cl, te := false, false
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		name, _, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		name = bytes.TrimSpace(name)
+		cl = cl || bytes.EqualFold(name, []byte("Content-Length"))
+		te = te || bytes.EqualFold(name, []byte("Transfer-Encoding"))
+	}
+	return cl && te
 }
 
 // transportError answers errors fasthttp meets before the handler (a body
