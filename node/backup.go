@@ -13,6 +13,9 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/paygate/gateway/cluster"
+	"github.com/paygate/gateway/cluster/link"
+	"github.com/paygate/gateway/cluster/pki"
+	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/backup"
 )
 
@@ -124,4 +127,62 @@ func pruneBackups(dir string, keep int) error {
 		names = names[1:]
 	}
 	return nil
+}
+
+// restoreStore loads the backup into the store the node just opened, so
+// that what the node does before raft starts (its cluster identity, below)
+// sees the restored state; raft's copy (restoreFrom) then finds the store
+// whole and is not restored again.
+func (n *Node) restoreStore(file string) error {
+	_, stream, err := backup.OpenFile(file)
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(persistence.CopyForNewCluster(pw, stream)) }()
+	err = n.store.Restore(pr)
+	pr.CloseWithError(err)
+	return err
+}
+
+// restoredIdentity gives a node restored from a backup the cluster CA the
+// backup holds (replicated, its key sealed under the vault key), so the
+// certificates of the backed-up cluster's tooling stay valid, and issues it
+// a node certificate. A backup without one (a cluster with operator
+// certificates or insecure links) starts a CA of its own, as a new cluster.
+func (n *Node) restoredIdentity(dir string) (*link.TLS, error) {
+	rec, err := n.store.ClusterCA()
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return n.bootstrapIdentity(dir)
+	}
+	cert, err := pki.ParseCert([]byte(rec.CertPEM))
+	if err != nil {
+		return nil, fmt.Errorf("the backup's cluster CA: %w", err)
+	}
+	keyPEM, err := n.vault.Open(rec.SealedKey, caKeyAAD)
+	if err != nil {
+		return nil, fmt.Errorf("open the backup's cluster CA key (is --vault-key-file the backed-up cluster's?): %w", err)
+	}
+	key, err := pki.ParseKey(keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	ca := &pki.CA{Cert: cert, Key: key}
+	nodeCert, nodeKey, err := ca.NewNode(n.cfg.NodeID, pki.HostsOf(n.cfg.AdvertiseRaftAddr))
+	if err != nil {
+		return nil, err
+	}
+	if err := pki.WriteCA(dir, ca, false); err != nil {
+		return nil, err
+	}
+	if err := pki.WriteNode(dir, nodeCert, nodeKey, false); err != nil {
+		return nil, err
+	}
+	n.logger.Info("restored the backup's cluster CA and issued this node's certificate", "dir", dir, "ca_fingerprint", ca.Fingerprint())
+	n.pki = &clusterPKI{ca: ca, store: n.store, open: n.vault.Open}
+	return loadNodeTLSFrom(ca, dir)
 }

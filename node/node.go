@@ -106,6 +106,11 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if n.store, err = persistence.Open(filepath.Join(cfg.DataDir, "state"), logger); err != nil {
 		return nil, err
 	}
+	if cfg.RestoreFile != "" {
+		if err := n.restoreStore(cfg.RestoreFile); err != nil { // backup.go
+			return nil, fmt.Errorf("--restore %s: %w", cfg.RestoreFile, err)
+		}
+	}
 	fsm, err := cluster.NewFSM(cluster.StoreState(n.store), logger)
 	if err != nil {
 		return nil, err
