@@ -157,6 +157,10 @@ func TestVaultKeyRotationUnderLoad(t *testing.T) {
 	if c := vaultCount(t, n); c != 0 {
 		t.Fatalf("%d records under another key after the rotation", c)
 	}
+	// The cluster CA's key, replicated sealed under the vault key, was
+	// re-sealed too: the node still issues a joiner its certificate.
+	joiner := nodetest.Start(t, nodetest.Options{ID: "node2", KeyFile: newKey, Join: n.HTTPAddr})
+	nodetest.ClusterOf(t, newKey, n, joiner).WaitMembers(2, 30*time.Second)
 }
 
 func metricsText(t *testing.T, n *nodetest.Node) string {

@@ -158,6 +158,12 @@ func (n *Node) rewrapPass(ctx context.Context) (left int, err error) {
 			}
 		}
 	}
+	if e, ok, err := n.resealClusterCA(); err != nil {
+		n.logger.Error("vault re-wrap: the cluster CA's key", "error", err)
+		left++
+	} else if ok {
+		batch = append(batch, e)
+	}
 	if err := flush(); err != nil {
 		return left, err
 	}
@@ -215,4 +221,25 @@ func (n *Node) resealMerchant(m *command.Merchant, raw []byte) (command.RewrapEn
 		return command.RewrapEntry{}, false, err
 	}
 	return persistence.NewRewrapEntry(persistence.MerchantKey(m.ID), raw, val), true, nil
+}
+
+// resealClusterCA re-seals the replicated cluster CA's key when the current
+// key did not seal it; ok is false when there is nothing to do.
+func (n *Node) resealClusterCA() (command.RewrapEntry, bool, error) {
+	ca, err := n.store.ClusterCA()
+	if err != nil || ca == nil || len(ca.SealedKey) == 0 || !n.notCurrent(ca.SealedKey) {
+		return command.RewrapEntry{}, false, err
+	}
+	old, err := persistence.EncodeClusterCA(ca)
+	if err != nil {
+		return command.RewrapEntry{}, false, err
+	}
+	if ca.SealedKey, err = n.vault.Reseal(ca.SealedKey, caKeyAAD); err != nil {
+		return command.RewrapEntry{}, false, err
+	}
+	val, err := persistence.EncodeClusterCA(ca)
+	if err != nil {
+		return command.RewrapEntry{}, false, err
+	}
+	return persistence.NewRewrapEntry(persistence.ClusterCAKey(), old, val), true, nil
 }

@@ -32,6 +32,10 @@ func NewRewrapEntry(key, old, value []byte) command.RewrapEntry {
 // CardKey and MerchantKey are the store keys of a card blob and a merchant.
 func CardKey(cardID string) []byte { return append([]byte(prefixCard), cardID...) }
 
+// ClusterCAKey is the store key of the replicated cluster CA (its key is
+// sealed under the vault key).
+func ClusterCAKey() []byte { return []byte(keyClusterCA) }
+
 // MerchantKey is the store key of a merchant record.
 func MerchantKey(id string) []byte { return append([]byte(prefixMerchant), id...) }
 
@@ -41,7 +45,8 @@ func EncodeMerchant(m *command.Merchant) ([]byte, error) { return json.Marshal(m
 func (b *Batch) applyVaultRewrap(c *command.VaultRewrap) Result {
 	n := 0
 	for _, e := range c.Entries {
-		if !bytes.HasPrefix(e.Key, []byte(prefixCard)) && !bytes.HasPrefix(e.Key, []byte(prefixMerchant)) {
+		if !bytes.HasPrefix(e.Key, []byte(prefixCard)) && !bytes.HasPrefix(e.Key, []byte(prefixMerchant)) &&
+			string(e.Key) != keyClusterCA {
 			continue // only sealed records are rewritten this way
 		}
 		cur, err := get(b, e.Key)
@@ -120,7 +125,7 @@ func (s *Store) MerchantValues() ([]command.Merchant, [][]byte, error) {
 }
 
 // CountSealed counts the sealed values (card blobs, merchants' sealed
-// secrets) for which match(blob) holds.
+// secrets, the cluster CA's key) for which match(blob) holds.
 func (s *Store) CountSealed(match func(blob []byte) bool) (int, error) {
 	n := 0
 	err := s.scan([]byte(prefixCard), prefixEnd(prefixCard), func(_, v []byte) bool {
@@ -132,6 +137,13 @@ func (s *Store) CountSealed(match func(blob []byte) bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	ca, err := s.ClusterCA()
+	if err != nil {
+		return 0, err
+	}
+	if ca != nil && len(ca.SealedKey) > 0 && match(ca.SealedKey) {
+		n++
+	}
 	recs, _, err := s.MerchantValues()
 	for _, m := range recs {
 		for _, b := range [][]byte{m.APISecretSealed, m.WebhookSecretSealed, m.PreviousAPISecretSealed} {
@@ -142,3 +154,6 @@ func (s *Store) CountSealed(match func(blob []byte) bool) (int, error) {
 	}
 	return n, err
 }
+
+// EncodeClusterCA is the cluster CA record as the store holds it.
+func EncodeClusterCA(ca *command.ClusterCA) ([]byte, error) { return json.Marshal(ca) }
