@@ -74,8 +74,9 @@ func (h *Host) handle(req *iso8583.Message) *iso8583.Message {
 	if rec.AuthCode != "" {
 		resp.Set(iso8583.FieldAuthCode, rec.AuthCode)
 	}
-	var f48 []byte
-	for _, t := range [][2]string{{iso8583.TagARN, rec.ARN}, {iso8583.TagAVSResult, rec.AVS}, {iso8583.TagCVVResult, rec.CVV}} {
+	var buf [128]byte // the answer's field 48 fits: no growing slice
+	f48 := buf[:0]
+	for _, t := range [...][2]string{{iso8583.TagARN, rec.ARN}, {iso8583.TagAVSResult, rec.AVS}, {iso8583.TagCVVResult, rec.CVV}} {
 		if t[1] != "" {
 			f48, _ = iso8583.AppendTLV(f48, t[0], t[1])
 		}
@@ -106,26 +107,26 @@ func answerTo(req *iso8583.Message) *iso8583.Message {
 // repeat, concurrent or after a restart).
 func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 	k := key(kind, req.Value(iso8583.FieldCardAcceptorID), req.Value(iso8583.FieldRRN))
+	h.mu.Lock()
 	for {
-		h.mu.Lock()
 		if r, ok := h.index[k]; ok {
 			h.mu.Unlock()
 			return r, nil
 		}
-		wait, busy := h.inflight[k]
-		if !busy {
-			h.inflight[k] = make(chan struct{})
-		}
-		h.mu.Unlock()
-		if !busy {
+		if _, busy := h.inflight[k]; !busy {
 			break
 		}
-		<-wait // the first one is being decided; then read its record
+		// The first one is being decided; then read its record. One
+		// condition for all keys: a concurrent repeat is rare, and a
+		// channel per decision was an allocation on every message.
+		h.decided.Wait()
 	}
+	h.inflight[k] = struct{}{}
+	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
-		close(h.inflight[k])
 		delete(h.inflight, k)
+		h.decided.Broadcast()
 		h.mu.Unlock()
 	}()
 	now := h.cfg.Now().UTC()

@@ -11,8 +11,8 @@
 //
 // Repeats: a message is identified by its kind (authorisation, financial,
 // advice, reversal), its card acceptor id (field 42) and its RRN (field
-// 37). The first one is decided, written to the ledger and fsynced before
-// its answer leaves; every later one, concurrent or after a restart, gets
+// 37). The first one is decided and written to the ledger before its
+// answer leaves (fsynced too when it moves money: see ledger); every later one, concurrent or after a restart, gets
 // the same answer (with its own STAN and transmission time echoed) and
 // moves nothing. The repeat index holds the last repeatWindowMax messages
 // (loaded from the last two days' ledger files at start); the ledger files
@@ -65,7 +65,8 @@ type Host struct {
 	index    map[string]*Record // by key (kind class, MID, RRN): first decisions
 	ring     []string           // FIFO of index keys, for eviction
 	next     int
-	inflight map[string]chan struct{} // a key being decided: repeats wait for it
+	inflight map[string]struct{} // keys being decided: their repeats wait on decided
+	decided  *sync.Cond          // on mu: broadcast when a key leaves inflight
 	byOrig   map[string]*original     // approved authorisations and sales by (MID, STAN, field 7)
 	total    int                      // authorisations and sales decided since start
 	conns    map[net.Conn]struct{}
@@ -103,7 +104,8 @@ func Open(cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{cfg: cfg, ledger: l, index: map[string]*Record{}, ring: make([]string, repeatWindowMax),
-		inflight: map[string]chan struct{}{}, byOrig: map[string]*original{}, conns: map[net.Conn]struct{}{}}
+		inflight: map[string]struct{}{}, byOrig: map[string]*original{}, conns: map[net.Conn]struct{}{}}
+	h.decided = sync.NewCond(&h.mu)
 	h.faults.Store(&Faults{})
 	days, err := l.days()
 	if err != nil {

@@ -112,6 +112,25 @@ func TestRepeatAnsweredOnceAcrossRestart(t *testing.T) {
 	}
 }
 
+// An authorisation's record is in the ledger file when its answer leaves,
+// though not fsynced: a host killed right after answering (here: left
+// running, never closed, so nothing syncs or flushes on the way out) is
+// replaced by one that reads the record and answers the repeat with the
+// first answer, deciding nothing.
+func TestAuthorisationRecordedBeforeItsAnswer(t *testing.T) {
+	dir := t.TempDir()
+	h, addr := openHost(t, dir) // closed only at the test's end: the second host reads what it left in the file
+	first := exchange(t, addr, financial("0100", "000000", "000001", "RRN000000077", acquirer.CardVisaApproved, 1000))
+	if first.Value(39) != "00" || h.Total() != 1 {
+		t.Fatalf("first answer %s, decided %d", first.Dump(), h.Total())
+	}
+	h2, addr2 := openHost(t, dir)
+	again := exchange(t, addr2, financial("0100", "000000", "000002", "RRN000000077", acquirer.CardVisaApproved, 1000))
+	if again.Value(38) != first.Value(38) || again.Value(48) != first.Value(48) || h2.Total() != 0 {
+		t.Fatalf("repeat to a host started beside the first: %s (decided %d), want %s", again.Dump(), h2.Total(), first.Dump())
+	}
+}
+
 // The ledger holds no card number and no CVV.
 func TestLedgerHoldsNoCardData(t *testing.T) {
 	dir := t.TempDir()

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Record is one ledger entry: a money movement the host decided (or an
@@ -45,13 +46,30 @@ const (
 	KindRefund   = "refund"
 )
 
+// movesMoney reports whether the record is a movement of money, which the
+// ledger fsyncs before its answer leaves; an authorisation only reserves.
+func (r *Record) movesMoney() bool { return r.Kind != KindAuth }
+
 // approved reports whether the record moved money (or reserved it).
 func (r *Record) approved() bool { return r.Response == "00" }
 
 // ledger is the host's append-only record, one file per UTC day
 // (ledger-YYYY-MM-DD.jsonl, one JSON record per line). Append returns once
-// the record is fsynced; concurrent appends share one fsync (group commit),
-// so the host is not limited to one movement per disk flush.
+// the record is written to the file, and, for a money movement, fsynced;
+// concurrent appends share one write and one fsync (group commit), so the
+// host is not limited to one movement per disk flush.
+//
+// Durability (docs/acquirer.md, "The ledger"): a record is always in the
+// file before its answer leaves, so a host process that crashes or is
+// killed still answers a repeat with its first answer after a restart (the
+// kernel holds the write). Only a movement of money (sale, capture,
+// reversal, refund) waits for the fsync: an authorisation moves nothing,
+// and an fsync each was most of the in-process host's CPU (issue 35). Its
+// record reaches the disk with the next movement's fsync, or syncLag
+// later, whichever comes first; only a power loss inside that window can
+// lose it, and then the repeat is decided again from the same message to
+// the same answer (the decision is a function of the message), while a
+// capture of it is refused as of an authorisation that lapsed.
 type ledger struct {
 	dir  string
 	reqs chan *appendReq
@@ -59,12 +77,17 @@ type ledger struct {
 	once sync.Once
 
 	files map[string]*os.File // the writer goroutine's alone
+	dirty map[*os.File]bool   // written since their last fsync; the writer's alone
 }
 
+// syncLag bounds how long an authorisation's record waits for its fsync.
+const syncLag = 200 * time.Millisecond
+
 type appendReq struct {
-	line []byte
-	date string
-	err  chan error
+	line    []byte
+	date    string
+	durable bool // fsync before answering
+	err     chan error
 }
 
 const ledgerPrefix, ledgerSuffix = "ledger-", ".jsonl"
@@ -73,7 +96,8 @@ func openLedger(dir string) (*ledger, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &ledger{dir: dir, reqs: make(chan *appendReq, 1024), done: make(chan struct{}), files: map[string]*os.File{}}
+	l := &ledger{dir: dir, reqs: make(chan *appendReq, 1024), done: make(chan struct{}), files: map[string]*os.File{},
+		dirty: map[*os.File]bool{}}
 	go l.writer()
 	return l, nil
 }
@@ -84,13 +108,14 @@ func (l *ledger) path(date string) string {
 
 var errLedgerClosed = errors.New("acquirer host: ledger closed")
 
-// Append writes r durably.
+// Append writes r to its file, and for a movement of money (r.movesMoney)
+// fsyncs it, before it returns.
 func (l *ledger) Append(r *Record) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	req := &appendReq{line: append(line, '\n'), date: r.Date, err: make(chan error, 1)}
+	req := &appendReq{line: append(line, '\n'), date: r.Date, durable: r.movesMoney(), err: make(chan error, 1)}
 	select {
 	case l.reqs <- req:
 	case <-l.done:
@@ -104,15 +129,22 @@ func (l *ledger) Append(r *Record) error {
 	}
 }
 
-// writer writes every queued record, fsyncs each file touched once, then
-// answers the batch.
+// writer writes every queued record in one go, fsyncs the files touched
+// when one of the records moves money (else within syncLag), then answers
+// the batch.
 func (l *ledger) writer() {
 	var batch []*appendReq
+	lag := time.NewTimer(syncLag)
+	lag.Stop()
 	for {
 		select {
 		case r := <-l.reqs:
 			batch = append(batch[:0], r)
+		case <-lag.C:
+			l.syncDirty()
+			continue
 		case <-l.done:
+			l.syncDirty()
 			for _, f := range l.files {
 				f.Close()
 			}
@@ -127,8 +159,10 @@ func (l *ledger) writer() {
 				break drain
 			}
 		}
+		durable := false
 		touched := map[*os.File]error{}
 		for _, r := range batch {
+			durable = durable || r.durable
 			f, err := l.file(r.date)
 			if err == nil {
 				_, err = f.Write(r.line)
@@ -139,10 +173,25 @@ func (l *ledger) writer() {
 				touched[f] = nil
 			}
 		}
+		wasClean := len(l.dirty) == 0
 		for f, err := range touched {
-			if err == nil && f != nil {
-				touched[f] = f.Sync()
+			if f != nil && err == nil {
+				l.dirty[f] = true
 			}
+		}
+		if durable {
+			// One fsync per file covers every earlier write to it, the
+			// authorisations waiting for their lag too.
+			for f := range l.dirty {
+				if err := f.Sync(); err != nil && touched[f] == nil {
+					if _, ok := touched[f]; ok {
+						touched[f] = err
+					}
+				}
+				delete(l.dirty, f)
+			}
+		} else if wasClean && len(l.dirty) > 0 {
+			lag.Reset(syncLag)
 		}
 		for _, r := range batch {
 			f, err := l.file(r.date)
@@ -151,6 +200,15 @@ func (l *ledger) writer() {
 			}
 			r.err <- err
 		}
+	}
+}
+
+// syncDirty fsyncs what was written since the last fsync. A failure has
+// no one to tell: those authorisations were answered when written.
+func (l *ledger) syncDirty() {
+	for f := range l.dirty {
+		f.Sync()
+		delete(l.dirty, f)
 	}
 }
 
@@ -165,7 +223,9 @@ func (l *ledger) file(date string) (*os.File, error) {
 	if len(l.files) >= 4 { // an old day is done with; keep the descriptors few
 		for d, old := range l.files {
 			if d < date {
+				old.Sync() // it may hold authorisations waiting for their lag
 				old.Close()
+				delete(l.dirty, old)
 				delete(l.files, d)
 			}
 		}

@@ -59,6 +59,7 @@ type FrameWriter struct {
 
 	mu      sync.Mutex
 	queued  []byte // frames waiting for the writer
+	spare   []byte // the last batch written, reused for the next queue
 	writing bool   // a goroutine is writing; it takes what is queued next
 	err     error  // the first write error: every later Send fails with it
 	cond    *sync.Cond
@@ -101,14 +102,15 @@ func (fw *FrameWriter) Send(m *Message) error {
 		return err
 	}
 	fw.writing = true
-	var spare []byte
 	for len(fw.queued) > 0 && fw.err == nil {
 		batch, upTo := fw.queued, fw.total
-		fw.queued = spare[:0]
+		fw.queued, fw.spare = fw.spare[:0], nil
 		fw.mu.Unlock()
 		_, werr := fw.w.Write(batch)
 		fw.mu.Lock()
-		spare = batch
+		if cap(batch) <= 64<<10 { // a burst's buffer is not kept for ever
+			fw.spare = batch
+		}
 		if werr != nil {
 			fw.err = werr
 		}

@@ -10,6 +10,7 @@ import (
 
 // Message is one ISO 8583 message: its MTI and the fields it carries.
 // The zero value is an empty message; set the MTI and fields before Pack.
+// Pass it by pointer: a copy would share its field storage.
 type Message struct {
 	MTI     string
 	present [2]uint64 // bit n-1 of the 128: field n is set
@@ -18,7 +19,13 @@ type Message struct {
 	// more to clear and collect than the rest of the message.
 	at     [MaxField + 1]uint8
 	values []string
+	// inline backs values for the fields of a usual message, so a message
+	// is one allocation, not two.
+	inline [inlineFields]string
 }
+
+// inlineFields is the most fields the link's messages carry (an 0100 has 15).
+const inlineFields = 20
 
 // New returns a message of the given MTI.
 func New(mti string) *Message { return &Message{MTI: mti} }
@@ -42,7 +49,7 @@ func (m *Message) put(n int, v string) {
 		return
 	}
 	if m.values == nil {
-		m.values = make([]string, 0, 20)
+		m.values = m.inline[:0]
 	}
 	m.values = append(m.values, v)
 	m.at[n] = uint8(len(m.values))
@@ -52,6 +59,20 @@ func (m *Message) put(n int, v string) {
 // field's length (an amount of 1000 in field 4 is "000000001000"). A value
 // that does not fit is left for Pack to refuse.
 func (m *Message) SetNumber(n int, v int64) *Message {
+	if sp := specs[n]; sp != nil && sp.Length == Fixed && v >= 0 && sp.Max <= 20 {
+		// Digits written into one buffer: one allocation, not two.
+		var b [20]byte
+		i := len(b)
+		for u := uint64(v); u > 0 || i == len(b); u /= 10 {
+			i--
+			b[i] = byte('0' + u%10)
+		}
+		if digits := len(b) - i; digits <= sp.Max {
+			i = len(b) - sp.Max
+			copy(b[i:], zeros[:sp.Max-digits])
+		}
+		return m.Set(n, string(b[i:]))
+	}
 	s := strconv.FormatInt(v, 10)
 	if sp := specs[n]; sp != nil && sp.Length == Fixed && len(s) < sp.Max && v >= 0 {
 		s = zeros[:sp.Max-len(s)] + s

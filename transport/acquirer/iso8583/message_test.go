@@ -316,3 +316,19 @@ func BenchmarkPackUnpack(b *testing.B) {
 		}
 	}
 }
+
+// SetNumber pads to the field's length, zero included, and leaves a value
+// too long for the field unpadded, for Pack to refuse.
+func TestSetNumber(t *testing.T) {
+	for _, c := range []struct {
+		field int
+		v     int64
+		want  string
+	}{{FieldSTAN, 0, "000000"}, {FieldSTAN, 42, "000042"}, {FieldSTAN, 999999, "999999"},
+		{FieldAmount, 1000, "000000001000"}, {FieldAmount, 1e12, "1000000000000"}, {FieldAmount, -5, "-5"},
+		{FieldOriginalDataElement, 7, "000000000000000000000000000000000000000007"}} {
+		if got := New("0100").SetNumber(c.field, c.v).Value(c.field); got != c.want {
+			t.Errorf("SetNumber(%d, %d) = %q, want %q", c.field, c.v, got, c.want)
+		}
+	}
+}

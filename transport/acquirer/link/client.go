@@ -160,14 +160,14 @@ func (c *Client) nextSTANLocked() string {
 // less if ctx ends first (then ctx's error).
 func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message, error) {
 	start := time.Now()
-	// A timer rather than a context with a deadline: one allocation less
-	// on every request.
-	timeout := time.NewTimer(c.cfg.Timeout)
-	defer timeout.Stop()
+	// A timer rather than a context with a deadline, and a pooled one:
+	// no allocation on a request.
+	timeout := startTimer(c.cfg.Timeout)
+	defer stopTimer(timeout)
 	if !req.Has(iso8583.FieldTransmissionTime) {
 		req.Set(iso8583.FieldTransmissionTime, iso8583.TransmissionTime(c.cfg.Now().UTC()))
 	}
-	cl := &call{mti: req.MTI, answer: make(chan *iso8583.Message, 1)}
+	cl := newCall(req.MTI)
 	var conn net.Conn
 	var writer *iso8583.FrameWriter
 	for {
@@ -195,12 +195,18 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 		}
 	}
 	stan := req.Value(iso8583.FieldSTAN)
+	answered := false
 	defer func() {
 		c.mu.Lock()
 		if c.pending[stan] == cl {
 			delete(c.pending, stan)
 		}
 		c.mu.Unlock()
+		if answered {
+			// The reader took it out of pending and sent its one answer,
+			// which was received: nothing else can touch it now.
+			calls.Put(cl)
+		}
 	}()
 	if err := c.write(writer, req); err != nil {
 		var fe *iso8583.FieldError
@@ -217,8 +223,39 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 	case !ok:
 		return nil, ErrConnectionLost
 	}
+	answered = true
 	roundTrip(req.MTI).UpdateDuration(start)
 	return ans, nil
+}
+
+// calls holds answered calls for reuse. Only an answered one comes back:
+// after a timeout the reader may still be about to send to it, and after a
+// lost connection its channel is closed.
+var calls sync.Pool
+
+func newCall(mti string) *call {
+	if cl, ok := calls.Get().(*call); ok {
+		cl.mti = mti
+		return cl
+	}
+	return &call{mti: mti, answer: make(chan *iso8583.Message, 1)}
+}
+
+// timers holds stopped request timers. Since Go 1.23 a stopped or reset
+// timer delivers nothing stale, so one can serve request after request.
+var timers sync.Pool
+
+func startTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func stopTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
 
 // await receives from ch (ok false: ch was closed), unless the client
@@ -431,8 +468,17 @@ type gaugeInt struct{ atomic.Int64 }
 
 func (g *gaugeInt) value() float64 { return float64(g.Load()) }
 
+// roundTrips caches the histograms by MTI: the metric's name is built
+// once, not on every answer.
+var roundTrips sync.Map // MTI → *metrics.PrometheusHistogram
+
 func roundTrip(mti string) *metrics.PrometheusHistogram {
-	return metrics.GetOrCreatePrometheusHistogram(`gateway_acquirer_round_trip_seconds{mti="` + mti + `"}`)
+	if h, ok := roundTrips.Load(mti); ok {
+		return h.(*metrics.PrometheusHistogram)
+	}
+	h := metrics.GetOrCreatePrometheusHistogram(`gateway_acquirer_round_trip_seconds{mti="` + mti + `"}`)
+	roundTrips.Store(mti, h)
+	return h
 }
 
 func timeouts(mti string) *metrics.Counter {
