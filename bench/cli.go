@@ -58,7 +58,7 @@ target:
   --webhook-secret S     webhook secret key
 
 load:
-  --workload W           charge | lifecycle | status | mixed | ceiling | webhooks (default charge)
+  --workload W           charge | lifecycle | status | mixed | ceiling | webhooks | search (default charge)
   --concurrency N        workers (closed loop) or bound on iterations in flight (open loop) (default 16)
   --duration D           measured window (default 10s)
   --warmup D             unrecorded load before the window (default 0s)

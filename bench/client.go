@@ -22,6 +22,8 @@ const (
 	opVoid   = "void"
 	opRefund = "refund"
 	opStatus = "status"
+	// opListOrders is the merchant's order search (docs/back-office.md).
+	opListOrders = "list-orders"
 )
 
 // client sends signed requests to one node over a fasthttp HostClient. It is
@@ -59,7 +61,7 @@ func newClient(target, pk, sk string, conns int, timeout time.Duration) (*client
 		pk: pk, key: signature.NewKey(pk, sk), timeout: timeout,
 		uris: map[string]string{"healthz": base + "/healthz"},
 	}
-	for _, op := range []string{opCharge, opSettle, opVoid, opRefund, opStatus} {
+	for _, op := range []string{opCharge, opSettle, opVoid, opRefund, opStatus, opListOrders} {
 		c.uris[op] = base + "/api/v3/" + op
 	}
 	return c, nil

@@ -30,10 +30,11 @@ const (
 	WorkloadMixed     = "mixed"
 	WorkloadCeiling   = "ceiling"
 	WorkloadWebhooks  = "webhooks"
+	WorkloadSearch    = "search"
 )
 
 // Workloads lists every workload name, in the order the usage text gives them.
-var Workloads = []string{WorkloadCharge, WorkloadLifecycle, WorkloadStatus, WorkloadMixed, WorkloadCeiling, WorkloadWebhooks}
+var Workloads = []string{WorkloadCharge, WorkloadLifecycle, WorkloadStatus, WorkloadMixed, WorkloadCeiling, WorkloadWebhooks, WorkloadSearch}
 
 // Bounds of the configuration. Each is a hard limit that Validate enforces.
 const (

@@ -35,6 +35,8 @@ func (r *run) workload() workload {
 		return workload{iter: (*worker).ceiling}
 	case WorkloadWebhooks:
 		return workload{iter: (*worker).webhook, webhooks: true}
+	case WorkloadSearch:
+		return workload{iter: (*worker).search, pool: true}
 	}
 	panic("unknown workload " + r.cfg.Workload) // Validate refuses it first
 }
@@ -97,6 +99,27 @@ func (w *worker) status(intended time.Time, rec *shard) {
 		return
 	}
 	rec.ok(WorkloadStatus, time.Since(intended))
+}
+
+// searchBodies are the list-orders searches the search workload takes
+// turns with, a page of 20 each, over the pool's orders (the harness's
+// charges share one customer and one card): the merchant's newest orders,
+// and by status, by last 4 and by e-mail (each an index of its own).
+var searchBodies = [][]byte{
+	[]byte(`{"limit":20}`),
+	[]byte(`{"status":"authorized","limit":20}`),
+	[]byte(`{"card_last4":"1111","limit":20}`),
+	[]byte(`{"email":"u1@example.com","limit":20}`),
+}
+
+// search sends one list-orders request.
+func (w *worker) search(intended time.Time, rec *shard) {
+	body := searchBodies[w.rng.IntN(len(searchBodies))]
+	if a := w.c.post(opListOrders, body, "", false); !a.ok() {
+		rec.fail(WorkloadSearch, a)
+		return
+	}
+	rec.ok(WorkloadSearch, time.Since(intended))
 }
 
 // ceiling is GET /healthz: the same client and server doing no work.

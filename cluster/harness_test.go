@@ -310,27 +310,35 @@ func (h *harness) verifyOneLeaderPerTerm() {
 	}
 }
 
-// verifyDigests: every replica at the same applied index, same digest.
+// verifyDigests: every replica at the same applied index, same digest,
+// and on Pebble the same search index keys (the back office's, which the
+// whole digest covers too: this names them when they differ).
 func (h *harness) verifyDigests() {
 	type view struct {
-		digest string
-		idx    uint64
+		digest, search string
+		idx            uint64
 	}
 	views := map[string]view{}
 	for _, n := range h.nodes {
-		n.with(func(nd *Node, _ *persistence.Store) {
+		n.with(func(nd *Node, st *persistence.Store) {
 			d, idx, err := nd.FSM.store.Digest()
 			if err != nil {
 				h.t.Errorf("digest %s: %v", n.id, err)
 			}
-			views[n.id] = view{d, idx}
+			v := view{digest: d, idx: idx}
+			if st != nil {
+				if v.search, _, err = st.SearchIndexDigest(); err != nil {
+					h.t.Errorf("search index digest %s: %v", n.id, err)
+				}
+			}
+			views[n.id] = v
 		})
 	}
 	ref := views[h.nodes[0].id]
 	for id, v := range views {
 		if v != ref {
-			h.t.Errorf("replica %s at index %d has digest %.12s; %s at index %d has %.12s",
-				id, v.idx, v.digest, h.nodes[0].id, ref.idx, ref.digest)
+			h.t.Errorf("replica %s at index %d has digest %.12s (search index %.12s); %s at index %d has %.12s (%.12s)",
+				id, v.idx, v.digest, v.search, h.nodes[0].id, ref.idx, ref.digest, ref.search)
 		}
 	}
 	if len(views) != len(h.nodes) {

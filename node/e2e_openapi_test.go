@@ -103,6 +103,9 @@ func TestOpenAPIDocument(t *testing.T) {
 	if r := valid(m, "arn-code", map[string]any{"order_id": card}); len(r.Get("arn_codes").([]any)) < 2 {
 		t.Errorf("arn-code of an authorised, settled and refunded order: %s", r.Body) // auth, settle, refund
 	}
+	if r := valid(m, "list-orders", map[string]any{"limit": 2}); len(r.Get("orders").([]any)) != 2 {
+		t.Errorf("list-orders of a merchant with orders: %s", r.Body)
+	}
 
 	// The refusals a merchant can cause, one of each status.
 	m.Post(t, "charge", []byte(`[]`)) // 400 2.07

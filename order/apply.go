@@ -113,6 +113,7 @@ func applyCreate(cur *Order, cmd *Command) (*Order, Outcome) {
 		SuccessURL:       c.SuccessURL,
 		FailURL:          c.FailURL,
 		SettleDelayHours: c.SettleDelayHours,
+		CustomerEmail:    c.CustomerEmail,
 		Source:           c.Source,
 		RequestHash:      cmd.RequestHash,
 		CreatedAt:        cmd.Time,

@@ -91,6 +91,9 @@ type CreateData struct {
 	// init-payment), kept on the order for the 3-D Secure decision.
 	ThreeDSForce     bool `json:"three_ds_force,omitempty"`
 	AttemptNonSecure bool `json:"attempt_non_secure,omitempty"`
+	// CustomerEmail is customer.email of the request, kept on the order for
+	// the back office's search (never in the merchant-facing view).
+	CustomerEmail string `json:"customer_email,omitempty"`
 }
 
 // OutcomeData is the acquirer's answer to an authorisation, plus what the

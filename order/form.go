@@ -137,6 +137,7 @@ func applyInitPayment(cur *Order, cmd *Command) (*Order, Outcome) {
 		CreatedAt: cmd.Time, UpdatedAt: cmd.Time, Version: 1,
 		FormTokenHash: f.TokenHash, FormExpiresAt: f.ExpiresAt, Language: f.Language,
 		ThreeDSForce: c.ThreeDSForce, AttemptNonSecure: c.AttemptNonSecure,
+		CustomerEmail: c.CustomerEmail,
 	}
 	return o, Outcome{Created: true}
 }

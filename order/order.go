@@ -174,6 +174,9 @@ type Order struct {
 	Language         string `json:"language,omitempty"`
 	ThreeDSForce     bool   `json:"three_ds_force,omitempty"`
 	AttemptNonSecure bool   `json:"attempt_non_secure,omitempty"`
+	// CustomerEmail is the creating request's customer.email, for the back
+	// office's search by e-mail (persistence's indexes).
+	CustomerEmail string `json:"customer_email,omitempty"`
 }
 
 // PendingAuth records an authorisation that was accepted (status

@@ -258,6 +258,8 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyMerchantKeys(c.MerchantKeys)
 	case c.VaultRewrap != nil:
 		return b.applyVaultRewrap(c.VaultRewrap)
+	case c.Audit != nil:
+		return b.applyAudit(c.Audit)
 	case c.ClusterCA != nil:
 		return b.applyClusterCA(c.ClusterCA)
 	case c.JoinToken != nil:
@@ -315,7 +317,8 @@ func (b *Batch) applyOrder(cmd *order.Command) Result {
 // pending-authorisation set (only authorisations due at the acquirer: one
 // waiting for the customer's 3-D Secure answer is not resumed; held in
 // memory, pending.go), the auto-settle schedule, and the form and 3-D
-// Secure indexes (forms.go). key is the order's (orderKey).
+// Secure indexes (forms.go), and the back office's search indexes
+// (search.go). key is the order's (orderKey).
 func (b *Batch) putOrder(key []byte, cur, next *order.Order) {
 	k := string(key) // one copy for the batch's maps and then the cache's
 	b.encBuf = command.AppendOrder(b.encBuf[:0], next)
@@ -340,6 +343,7 @@ func (b *Batch) putOrder(key []byte, cur, next *order.Order) {
 		}
 	}
 	b.putFormIndexes(cur, next)
+	b.putSearchIndexes(cur, next)
 }
 
 // applySideEffects writes what a change brings beside the order: the sealed

@@ -125,6 +125,10 @@ func (s *Store) Restore(r io.Reader) error {
 	if err := batch.Commit(pebble.Sync); err != nil {
 		return err
 	}
+	// A snapshot of a store older than the search indexes has none.
+	if err := s.ensureSearchIndex(); err != nil {
+		return err
+	}
 	s.loadKnownOrders()
 	return s.pending.load(s)
 }

@@ -44,6 +44,7 @@ const (
 	prefixDue      = "q/" // q/<due ns BE><notification id> → endpoint (webhook queue; empty in older entries)
 	prefixFinished = "x/" // x/<finished ns BE><notification id> → "" (delivered: retention)
 	prefixReplay   = "r/" // r/<wallet replay key> → <merchant>\x00<order_id> (wallet token used)
+	// g/: the back office's search indexes (search.go).
 )
 
 var keyApplied = []byte(prefixMeta + "applied")
@@ -133,6 +134,10 @@ func OpenFS(fs vfs.FS, dir string, logger *slog.Logger) (*Store, error) {
 	if err := s.pending.load(s); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("load pending authorisations: %w", err)
+	}
+	if err := s.ensureSearchIndex(); err != nil {
+		db.Close()
+		return nil, err
 	}
 	s.loadKnownOrders()
 	s.registerMetrics()

@@ -31,18 +31,36 @@ import (
 
 // Format versions: the first byte of an encoded order or command. A stored
 // order that starts with '{' is legacy JSON (persistence decodes it).
+//
+// Version 2 of orders and commands appends the customer's e-mail (the
+// search index's key) after every version-1 field; version 1 still decodes,
+// with no e-mail.
 const (
 	orderFormatV1      byte = 1
+	orderFormatV2      byte = 2
 	commandFormatV1    byte = 1
+	commandFormatV2    byte = 2
 	tokenGrantFormatV1 byte = 1
 )
+
+// formatVersion is b's version byte when it is one of the versions given
+// (a decoder then reads it), else the first of them (the decoder fails on b
+// naming the version it found).
+func formatVersion(b []byte, versions ...byte) byte {
+	for _, v := range versions {
+		if len(b) > 0 && b[0] == v {
+			return v
+		}
+	}
+	return versions[0]
+}
 
 // ErrCodec is wrapped by every decoding error.
 var ErrCodec = wire.ErrCodec
 
 // AppendOrder appends the binary encoding of o to dst.
 func AppendOrder(dst []byte, o *order.Order) []byte {
-	dst = append(dst, orderFormatV1)
+	dst = append(dst, orderFormatV2)
 	dst = wire.AppendString(dst, o.Merchant)
 	dst = wire.AppendString(dst, o.ID)
 	dst = binary.AppendVarint(dst, o.Amount)
@@ -93,12 +111,14 @@ func AppendOrder(dst []byte, o *order.Order) []byte {
 	dst = binary.AppendVarint(dst, o.FormExpiresAt)
 	dst = wire.AppendString(dst, o.Language)
 	dst = wire.AppendBool(dst, o.ThreeDSForce)
-	return wire.AppendBool(dst, o.AttemptNonSecure)
+	dst = wire.AppendBool(dst, o.AttemptNonSecure)
+	return wire.AppendString(dst, o.CustomerEmail)
 }
 
 // DecodeOrder decodes what AppendOrder encoded. b is not retained.
 func DecodeOrder(b []byte) (*order.Order, error) {
-	d := newDecoder(b, orderFormatV1, "order")
+	version := formatVersion(b, orderFormatV2, orderFormatV1)
+	d := newDecoder(b, version, "order")
 	o := &order.Order{}
 	o.Merchant = d.Str()
 	o.ID = d.Str()
@@ -152,6 +172,9 @@ func DecodeOrder(b []byte) (*order.Order, error) {
 	o.Language = d.Str()
 	o.ThreeDSForce = d.Bool()
 	o.AttemptNonSecure = d.Bool()
+	if version >= orderFormatV2 {
+		o.CustomerEmail = d.Str()
+	}
 	if err := d.Finish(); err != nil {
 		return nil, err
 	}
@@ -160,7 +183,7 @@ func DecodeOrder(b []byte) (*order.Order, error) {
 
 // AppendCommand appends the binary encoding of c to dst.
 func AppendCommand(dst []byte, c *order.Command) []byte {
-	dst = append(dst, commandFormatV1)
+	dst = append(dst, commandFormatV2)
 	dst = wire.AppendString(dst, string(c.Kind))
 	dst = binary.AppendVarint(dst, c.Time)
 	dst = wire.AppendString(dst, c.Merchant)
@@ -234,7 +257,11 @@ func AppendCommand(dst []byte, c *order.Command) []byte {
 		dst = wire.AppendString(dst, r.DeclineCode)
 		dst = wire.AppendString(dst, r.DeclineMessage)
 	}
-	return dst
+	var email string // version 2: the create's customer e-mail, last
+	if c.Create != nil {
+		email = c.Create.CustomerEmail
+	}
+	return wire.AppendString(dst, email)
 }
 
 // createCommand and outcomeCommand hold a command with its data in one
@@ -251,7 +278,8 @@ type outcomeCommand struct {
 
 // DecodeCommand decodes what AppendCommand encoded. b is not retained.
 func DecodeCommand(b []byte) (*order.Command, error) {
-	d := newDecoder(b, commandFormatV1, "command")
+	version := formatVersion(b, commandFormatV2, commandFormatV1)
+	d := newDecoder(b, version, "command")
 	// The fields before Create go to hdr, copied into the command once it
 	// is known whether it shares an allocation with its data.
 	var hdr order.Command
@@ -338,6 +366,11 @@ func DecodeCommand(b []byte) (*order.Command, error) {
 		r.DeclineCode = d.Str()
 		r.DeclineMessage = d.Str()
 		c.ThreeDSResult = r
+	}
+	if version >= commandFormatV2 {
+		if email := d.Str(); c.Create != nil {
+			c.Create.CustomerEmail = email
+		}
 	}
 	if err := d.Finish(); err != nil {
 		return nil, err

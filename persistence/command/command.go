@@ -22,6 +22,8 @@ type Cmd struct {
 	// (persistence/clusterpki.go).
 	ClusterCA *ClusterCA `json:"ca,omitempty"`
 	JoinToken *JoinToken `json:"jt,omitempty"`
+	// Audit appends a record to the audit log (persistence/audit.go).
+	Audit *AuditRecord `json:"au,omitempty"`
 }
 
 // ClusterCA is the cluster's certificate authority as replicated: the

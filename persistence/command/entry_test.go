@@ -41,6 +41,9 @@ func entrySamples() map[string]Cmd {
 			Entries: []NotifyExpiry{{ID: "ntf_1", FinishedAt: 5}, {ID: "ntf_2", FinishedAt: 6}}}},
 		"IdemPrune": {IdemPrune: &IdemPrune{Before: 12,
 			Entries: []IdemExpiry{{Merchant: "m1", Key: "ik", CreatedAt: 7}}}},
+		"Audit": {Audit: &AuditRecord{Seq: 1, At: "2026-11-28T00:00:00Z", Actor: "admin-token",
+			Action: "POST /admin/v1/merchants", Target: "merchant:m1", SourceIP: "127.0.0.1", Result: "200",
+			PrevHash: AuditGenesis, Hash: "h"}},
 		"ClusterCA": {ClusterCA: &ClusterCA{CertPEM: "-----BEGIN CERTIFICATE-----", SealedKey: []byte("sealed")}},
 		"JoinToken": {JoinToken: &JoinToken{ID: "0123456789abcdef", SecretHash: "ab12", CreatedAt: 13, ExpiresAt: 14}},
 	}

@@ -46,7 +46,9 @@ func knownAnswerCases() map[string]func() ([]byte, any, func([]byte) (any, error
 		}
 	}) {
 		cases["entry/"+name] = entry([]Cmd{samples[name]})
-		if !packedLater[name] {
+		// packed holds the kinds its first fixture had; a later kind
+		// (carried as JSON, like Member) has its own line.
+		if name != "Audit" && !packedLater[name] {
 			all = append(all, samples[name])
 		}
 	}
@@ -70,12 +72,19 @@ func knownAnswerCases() map[string]func() ([]byte, any, func([]byte) (any, error
 // binary must decode to the same values, and the same values must encode
 // to the same bytes (replicas compare digests of what they wrote). The
 // fixtures were written once; a change of format adds a version, it does
-// not rewrite them.
+// not rewrite them: the old line is kept as "<case>@v<N>", which must
+// still decode to the case's value (its encoding is the new version's).
 func TestKnownAnswers(t *testing.T) {
 	cases := knownAnswerCases()
 	const path = "testdata/known_answers.txt"
 	if *updateKnownAnswers {
 		var buf bytes.Buffer
+		old, _ := os.ReadFile(path)
+		for _, line := range strings.Split(string(old), "\n") {
+			if name, _, _ := strings.Cut(line, " "); strings.Contains(name, "@v") {
+				fmt.Fprintln(&buf, line)
+			}
+		}
 		for _, name := range slices.Sorted(func(yield func(string) bool) {
 			for k := range cases {
 				if !yield(k) {
@@ -107,12 +116,16 @@ func TestKnownAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		build, ok := cases[name]
+		base, _, older := strings.Cut(name, "@v")
+		build, ok := cases[base]
 		if !ok {
 			t.Fatalf("fixture %s has no case", name)
 		}
 		seen[name] = true
 		got, value, decode := build()
+		if older {
+			got = want // an older version's bytes: decoded, no longer written
+		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: encodes as\n%x\nwant\n%x", name, got, want)
 		}

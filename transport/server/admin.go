@@ -26,6 +26,17 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
 		if handled, _ := s.forward(ctx); handled {
 			return
 		}
+		// The leader records every state-changing call, once answered.
+		defer s.recordAudit(ctx, AdminTokenActor, route)
+	}
+	s.routeAdmin(ctx, route)
+}
+
+// routeAdmin serves an authenticated admin call.
+func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, route string) {
+	if route == "audit" {
+		s.serveAudit(ctx)
+		return
 	}
 	if route == "webhooks" || strings.HasPrefix(route, "webhooks/") {
 		s.serveWebhooks(ctx, strings.TrimPrefix(strings.TrimPrefix(route, "webhooks"), "/"))
@@ -37,6 +48,10 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, route string) {
 	}
 	if route == "backup" {
 		s.serveBackup(ctx) // admin_backup.go
+		return
+	}
+	if route == "orders" || route == "orders.csv" || strings.HasPrefix(route, "orders/") {
+		s.serveOrders(ctx, route)
 		return
 	}
 	if route == "merchants" {
@@ -116,5 +131,6 @@ func (s *Server) createMerchant(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, s.errorFor("create merchant", err))
 		return
 	}
+	ctx.SetUserValue(auditTargetKey, "merchant:"+rec.ID)
 	writeJSON(ctx, 200, creds)
 }

@@ -40,6 +40,7 @@ func (s *Server) serveWebhooks(ctx *fasthttp.RequestCtx, rest string) {
 		return
 	}
 	id, ok := strings.CutSuffix(rest, "/redeliver")
+	ctx.SetUserValue(auditTargetKey, "notification:"+id)
 	if !ok || id == "" || strings.Contains(id, "/") {
 		writeError(ctx, apierr.New(apierr.UnknownPath, "path", "no such admin route"))
 		return

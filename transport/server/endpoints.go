@@ -97,7 +97,8 @@ func (s *Server) merchantEndpoints() map[string]endpoint {
 		"refund": operation(ignoreNow(api.ValidateRefund), func(s *Server, c *call, r *api.RefundRequest) answer {
 			return s.operate(c, order.KindRefund, *r.OrderID, *r.Amount, deref(r.RefundReasonCode))
 		}),
-		"status": operation(ignoreNow(api.ValidateStatus), (*Server).status),
+		"status":      operation(ignoreNow(api.ValidateStatus), (*Server).status),
+		"list-orders": operation(ignoreNow(api.ValidateListOrders), (*Server).listOrders),
 	}
 	for _, extra := range []map[string]endpoint{s.walletEndpoints(), s.formEndpoints(), s.vendorEndpoints()} {
 		for name, ep := range extra {
@@ -267,6 +268,9 @@ func createData(f *api.OrderFields, settleDelayHours int64) order.CreateData {
 	}
 	if f.SubscriptionProductID != nil {
 		d.SubscriptionID = uuid.NewString()
+	}
+	if f.Customer != nil {
+		d.CustomerEmail = deref(f.Customer.Email)
 	}
 	return d
 }

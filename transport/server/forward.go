@@ -107,6 +107,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	req.Header.Del("Connection")
 	req.Header.Del("Authorization")
 	req.Header.Set(ForwardedHeader, c.SelfMember().NodeID)
+	req.Header.Set(clientIPHeader, ctx.RemoteIP().String()) // for the leader's audit record
 	if err := s.fwd.client.DoTimeout(req, resp, s.fwd.timeout); err != nil {
 		s.fwd.failed.Inc()
 		s.cfg.Logger.Warn("forward to leader failed", "leader_id", route.LeaderID, "leader_raft", route.LeaderRaft, "error", err)

@@ -100,6 +100,7 @@ type Server struct {
 	metrics   *requestMetrics
 	fwd       *forwarder  // relays requests to the leader (forward.go)
 	peers     *PeerClient // asks members for their status (peer.go)
+	audit     auditLog    // serialises the leader's audit records (admin_audit.go)
 	hashers   sync.Pool   // *requestHasher keyed with cfg.HashKey
 	// handling counts requests being handled, for Shutdown: a connection
 	// with none is not waited for.
