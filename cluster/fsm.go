@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +46,10 @@ type FSM struct {
 	// a large store's take tens of seconds.
 	snapshotLat   *metrics.PrometheusHistogram
 	snapshotBytes *metrics.Gauge
+	// between is held while a batch, a snapshot or a restore runs, so a
+	// backup (backup.go), which runs on another goroutine, sees the store
+	// between two batches as raft's own snapshots do.
+	between sync.Mutex
 }
 
 // snapshotBuckets bound the snapshot durations: 0.1 s to about 7 minutes.
@@ -78,6 +83,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	start := time.Now()
 	defer f.applyLat.UpdateDuration(start)
+	f.between.Lock()
+	defer f.between.Unlock()
 	out := make([]any, len(logs))
 	applied := f.applied.Load()
 	var last uint64
@@ -118,6 +125,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			if cmds[j].Merchant != nil {
 				merchants = append(merchants, cmds[j].Merchant)
 			}
+			if m := results[j].Merchant; m != nil {
+				merchants = append(merchants, m) // a key rotation
+			}
 		}
 		out[i] = results
 	}
@@ -152,6 +162,8 @@ func (f *FSM) recheck(replayed []persistence.OrderRef) {
 // compacts the log up to this snapshot, the store is the only copy of those
 // entries' effects.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.between.Lock()
+	defer f.between.Unlock()
 	if err := f.store.SyncForSnapshot(); err != nil {
 		return nil, fmt.Errorf("sync store before snapshot: %w", err)
 	}
@@ -178,6 +190,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // restore replaces the store by the snapshot rc holds.
 func (f *FSM) restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	f.between.Lock()
+	defer f.between.Unlock()
 	if err := f.store.Restore(rc); err != nil {
 		return err
 	}

@@ -167,6 +167,9 @@ func (n *Node) clusterIdentity() (*link.TLS, error) {
 		return n.operatorIdentity()
 	}
 	dir := cfg.tlsDir()
+	if cfg.RestoreFile != "" {
+		return n.restoredIdentity(dir) // backup.go
+	}
 	if _, err := os.Stat(filepath.Join(dir, pki.NodeCertFile)); err == nil {
 		return n.storedIdentity(dir)
 	}

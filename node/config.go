@@ -36,6 +36,7 @@ type Config struct {
 	FormURL               string
 	FormTTL               time.Duration
 	VaultKeyFile          string
+	VaultPreviousKeyFile  string // opens records sealed before a vault key rotation
 	AllowPrivateCallbacks bool
 	WebhookRetryDelays    []time.Duration
 	WebhookRetention      time.Duration // delivered notifications (failed ones stay); 0 = for ever
@@ -52,6 +53,11 @@ type Config struct {
 	WalletBPrivateKeyFile    string
 	WalletBRootKeysFile      string
 
+	// Backups (contract section 14, docs/operations.md).
+	RestoreFile    string        // --restore: seed an empty data dir from this backup
+	BackupDir      string        // scheduled backups go here ("" = none)
+	BackupInterval time.Duration // between scheduled backups
+	BackupKeep     int           // scheduled backups kept
 	// Cluster links (contract section 11): the operator's certificates, or
 	// none (<data-dir>/tls), or plain TCP on a loopback-only cluster.
 	ClusterCAFile        string
@@ -171,6 +177,9 @@ func (c *Config) Validate() error {
 	if err := c.checkNotNegative(); err != nil {
 		return err
 	}
+	if err := c.checkBackups(); err != nil {
+		return err
+	}
 	if err := c.checkAcquirer(); err != nil {
 		return err
 	}
@@ -213,6 +222,23 @@ func (c *Config) checkNotNegative() error {
 	}
 	if c.WALSegmentBytes < 0 {
 		return errors.New("--raft-wal-segment-bytes must not be negative (0: 64 MiB)")
+	}
+	return nil
+}
+
+// checkBackups checks --restore and the scheduled backups' flags.
+func (c *Config) checkBackups() error {
+	if c.RestoreFile != "" && c.Join != "" {
+		return errors.New("--restore starts a new cluster from the backup; it cannot --join another (start the restored node first, then join the others to it)")
+	}
+	if c.BackupDir == "" {
+		return nil
+	}
+	if c.BackupInterval <= 0 {
+		return errors.New("--backup-dir needs a positive --backup-interval")
+	}
+	if c.BackupKeep < 1 {
+		return errors.New("--backup-keep must be at least 1")
 	}
 	return nil
 }

@@ -63,6 +63,9 @@ func TestValidateRefusesNegativeAndMalformedValues(t *testing.T) {
 		{"latency of a remote host", "--acquirer-latency", func(c *Config) {
 			c.AcquirerAddr, c.AcquirerLatency = "127.0.0.1:8583", time.Second
 		}},
+		{"restore and join", "--restore", func(c *Config) { c.RestoreFile, c.Join, c.AdminToken = "b.pgbak", "127.0.0.1:8080", "t" }},
+		{"backups without an interval", "--backup-interval", func(c *Config) { c.BackupDir, c.BackupKeep = "/tmp/b", 3 }},
+		{"backups keeping none", "--backup-keep", func(c *Config) { c.BackupDir, c.BackupInterval = "/tmp/b", time.Hour }},
 		{"form url without scheme", "--form-url", func(c *Config) { c.FormURL = "not a url" }},
 		{"form url of another scheme", "--form-url", func(c *Config) { c.FormURL = "ftp://pay.example.com" }},
 		{"form url with a query", "--form-url", func(c *Config) { c.FormURL = "https://pay.example.com/?a=1" }},

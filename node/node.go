@@ -76,6 +76,15 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.RestoreFile != "" {
+		// Before the data dir is made: restoring refuses one that holds anything.
+		hdr, err := restoreFrom(cfg, cfg.RestoreFile) // backup.go
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("restoring a backup as a new single-node cluster", "file", cfg.RestoreFile,
+			"applied_index", hdr.AppliedIndex, "backup_node_id", hdr.NodeID, "backup_created_at", hdr.CreatedAt)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -91,11 +100,16 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.vault, err = vault.New(kek); err != nil {
+	if n.vault, err = loadVault(cfg, kek, logger); err != nil { // vault.go
 		return nil, err
 	}
 	if n.store, err = persistence.Open(filepath.Join(cfg.DataDir, "state"), logger); err != nil {
 		return nil, err
+	}
+	if cfg.RestoreFile != "" {
+		if err := n.restoreStore(cfg.RestoreFile); err != nil { // backup.go
+			return nil, fmt.Errorf("--restore %s: %w", cfg.RestoreFile, err)
+		}
 	}
 	fsm, err := cluster.NewFSM(cluster.StoreState(n.store), logger)
 	if err != nil {
@@ -173,7 +187,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		Logger: logger, Store: n.store, Cluster: n.raft, Registry: n.registry, Vault: n.vault,
 		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: derive(kek, "request-hash"),
 		CheckCallbackURL: guard.CheckURL, OnNotify: n.webhooks.Wake,
-		Wallets: wallets, Forms: n.forms(),
+		Wallets: wallets, Forms: n.forms(), VaultCount: n.CountUnderPrevious,
 		DialPeer: dialPeer, PKI: n.pki,
 	})
 	if n.listener, err = n.listenHTTP(); err != nil { // httptls.go
@@ -186,6 +200,12 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.bg.Add(2)
 	go n.watchLeadership()
 	go n.maintainMembership() // cluster.go
+	if cfg.BackupDir != "" {
+		n.bg.Add(1)
+		go n.scheduledBackups() // backup.go
+	}
+	n.bg.Add(1)
+	go n.countVault() // vault.go
 	// Certificates the cluster made are renewed while the node runs.
 	if linkTLS != nil && cfg.ClusterCAFile == "" {
 		n.bg.Add(1)
@@ -326,6 +346,14 @@ func (n *Node) leaderWork(ctx context.Context) {
 		Proposer:   n.raft, NotifyRetention: n.cfg.WebhookRetention,
 		RetentionPoll: retentionPoll(n.cfg.WebhookRetention),
 	}
+	rewrapDone := make(chan struct{})
+	go func() {
+		defer close(rewrapDone)
+		if n.vault.HasPrevious() {
+			n.rewrapVault(ctx) // vault.go
+		}
+	}()
+	defer func() { <-rewrapDone }()
 	webhooksDone := make(chan struct{})
 	go func() {
 		defer close(webhooksDone)

@@ -29,7 +29,11 @@ type Result struct {
 	// Pruned is how many notifications or idempotency records a prune
 	// removed.
 	Pruned int
-	Err    error
+	// Rewrapped is how many values a VaultRewrap replaced.
+	Rewrapped int
+	// Merchant is the merchant record a key rotation wrote.
+	Merchant *command.Merchant
+	Err      error
 }
 
 // Batch is one Pebble batch: the effects of one Raft batch, applied by the
@@ -250,6 +254,10 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyNotifyPrune(c.NotifyPrune)
 	case c.IdemPrune != nil:
 		return b.applyIdemPrune(c.IdemPrune)
+	case c.MerchantKeys != nil:
+		return b.applyMerchantKeys(c.MerchantKeys)
+	case c.VaultRewrap != nil:
+		return b.applyVaultRewrap(c.VaultRewrap)
 	case c.Audit != nil:
 		return b.applyAudit(c.Audit)
 	case c.ClusterCA != nil:

@@ -36,14 +36,8 @@ func (sn *Snapshot) Write(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var lenBuf [binary.MaxVarintLen64]byte
-	put := func(b []byte) error {
-		_, err := bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(b)))])
-		if err == nil {
-			_, err = bw.Write(b)
-		}
-		return err
-	}
+	var rw recordWriter
+	put := func(b []byte) error { return rw.put(bw, b) }
 	for it.First(); it.Valid(); it.Next() {
 		k, v := it.Key(), it.Value()
 		if len(k) == 0 || bytes.Equal(k, keyRestoring) {
@@ -63,7 +57,7 @@ func (sn *Snapshot) Write(w io.Writer) error {
 	if err := it.Close(); err != nil {
 		return err
 	}
-	bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], 0)])
+	rw.put(bw, nil) // the end: a zero key length; a failed write shows in Flush
 	return bw.Flush()
 }
 
@@ -192,4 +186,47 @@ func readN(r io.Reader, n uint64) ([]byte, error) {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
 	return b, nil
+}
+
+// CopyForNewCluster copies a snapshot stream, leaving out the member
+// records (n/): a backup restored as a new cluster starts with the
+// restoring node alone, and the records of the old cluster's nodes would
+// show as members half added. Each node records itself again.
+func CopyForNewCluster(w io.Writer, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var rw recordWriter
+	for {
+		k, v, err := readRecord(br)
+		if err != nil {
+			return err
+		}
+		if k == nil {
+			break
+		}
+		if bytes.HasPrefix(k, []byte(prefixMember)) {
+			continue
+		}
+		if err := rw.put(bw, k); err != nil {
+			return err
+		}
+		if err := rw.put(bw, v); err != nil {
+			return err
+		}
+	}
+	if err := rw.put(bw, nil); err != nil { // the end: a zero key length
+		return err
+	}
+	return bw.Flush()
+}
+
+// recordWriter writes the length-prefixed parts of a snapshot stream.
+type recordWriter struct{ lenBuf [binary.MaxVarintLen64]byte }
+
+func (r *recordWriter) put(bw *bufio.Writer, b []byte) error {
+	_, err := bw.Write(r.lenBuf[:binary.PutUvarint(r.lenBuf[:], uint64(len(b)))])
+	if err == nil && len(b) > 0 {
+		_, err = bw.Write(b)
+	}
+	return err
 }

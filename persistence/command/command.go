@@ -13,6 +13,11 @@ type Cmd struct {
 	IdemPrune   *IdemPrune   `json:"ip,omitempty"`
 	// Member records a cluster member (persistence/members.go).
 	Member *Member `json:"mb,omitempty"`
+	// MerchantKeys rotates a merchant's key pair (persistence/merchant_keys.go).
+	MerchantKeys *MerchantKeys `json:"mk,omitempty"`
+	// VaultRewrap re-seals values under the current vault key
+	// (persistence/rewrap.go).
+	VaultRewrap *VaultRewrap `json:"vr,omitempty"`
 	// ClusterCA and JoinToken are the cluster links' secrets
 	// (persistence/clusterpki.go).
 	ClusterCA *ClusterCA `json:"ca,omitempty"`
@@ -48,6 +53,46 @@ type Merchant struct {
 	WebhookSecretSealed []byte `json:"webhook_secret_sealed"`
 	RateLimitRPS        int    `json:"rate_limit_rps"`
 	CreatedAt           int64  `json:"created_at"`
+	// The API pair a rotation replaced: it still signs requests until
+	// PreviousAPIUntil (Unix ns, decided by the leader and written into
+	// the log), and is refused after (contract section 14).
+	PreviousAPIPublicKey    string `json:"previous_api_public_key,omitempty"`
+	PreviousAPISecretSealed []byte `json:"previous_api_secret_sealed,omitempty"`
+	PreviousAPIUntil        int64  `json:"previous_api_until,omitzero"`
+}
+
+// MerchantKeys replaces one of a merchant's key pairs (contract section
+// 14). The leader makes the new pair and decides the end of the overlap
+// from its own clock; both travel in the command, so every replica writes
+// the same record at the same index and no replica reads a clock.
+type MerchantKeys struct {
+	MerchantID string `json:"id"`
+	// Pair is "api" or "webhook".
+	Pair string `json:"pair"`
+	// Replaces is the pair's public key the rotation was made against: if
+	// another rotation of the pair committed first, this one is refused
+	// rather than silently dropping that one's keys.
+	Replaces     string `json:"replaces"`
+	PublicKey    string `json:"pk"`
+	SecretSealed []byte `json:"sk_sealed"`
+	// PreviousUntil (api only; Unix ns) is when the replaced API pair stops
+	// signing requests: the rotation's log time plus the overlap.
+	PreviousUntil int64 `json:"prev_until,omitzero"`
+}
+
+// VaultRewrap replaces sealed values (card blobs, merchant records) by
+// their re-seal under the current vault key. Each entry applies only if
+// the value is still the one the leader re-sealed (OldSum): a record that
+// changed meanwhile is left for the next pass.
+type VaultRewrap struct {
+	Entries []RewrapEntry `json:"e"`
+}
+
+// RewrapEntry is one re-sealed value.
+type RewrapEntry struct {
+	Key    []byte `json:"k"`
+	OldSum []byte `json:"o"` // SHA-256 of the value it replaces
+	Value  []byte `json:"v"`
 }
 
 // Member is one node of the cluster as recorded in the log.

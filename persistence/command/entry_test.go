@@ -30,6 +30,10 @@ func entrySamples() map[string]Cmd {
 		"Merchant": {Merchant: &Merchant{ID: "m1", Name: "Shop", APIPublicKey: "pk",
 			APISecretSealed: []byte("sealed"), WebhookPublicKey: "wpk", WebhookSecretSealed: []byte("wsealed"),
 			RateLimitRPS: 50, CreatedAt: 7}}, // JSON: nil []byte would come back empty
+		"MerchantKeys": {MerchantKeys: &MerchantKeys{MerchantID: "m1", Pair: "api", Replaces: "pk",
+			PublicKey: "pk2", SecretSealed: []byte("sealed2"), PreviousUntil: 9}},
+		"VaultRewrap": {VaultRewrap: &VaultRewrap{Entries: []RewrapEntry{
+			{Key: []byte("c/card1"), OldSum: []byte("sum"), Value: []byte("blob")}}}},
 		"Notify": {Notify: &NotifyUpdate{ID: "ntf_1", Time: 3,
 			Attempt: &AttemptRecord{At: 3, HTTPCode: 500, DurationNs: 10}, NextDueAt: 4}},
 		"Member": {Member: &Member{NodeID: "n1", RaftAddr: "127.0.0.1:7001", HTTPAddr: "127.0.0.1:8081"}},

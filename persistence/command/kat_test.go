@@ -18,6 +18,10 @@ import (
 var updateKnownAnswers = flag.Bool("update-known-answers", false,
 	"rewrite testdata/known_answers.txt from the current codec (only for a new format version)")
 
+// packedLater are the Cmd kinds added after entry/packed's fixture was
+// written: each has a fixture of its own, and the packed one stays as it was.
+var packedLater = map[string]bool{"MerchantKeys": true, "VaultRewrap": true}
+
 // knownAnswerCases are the values whose encodings testdata/known_answers.txt
 // holds: every Cmd kind as a log entry, all of them packed in one, and the
 // order and token records the commands leave in the store.
@@ -44,7 +48,7 @@ func knownAnswerCases() map[string]func() ([]byte, any, func([]byte) (any, error
 		cases["entry/"+name] = entry([]Cmd{samples[name]})
 		// packed holds the kinds its first fixture had; a later kind
 		// (carried as JSON, like Member) has its own line.
-		if name != "Audit" {
+		if name != "Audit" && !packedLater[name] {
 			all = append(all, samples[name])
 		}
 	}

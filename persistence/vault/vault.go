@@ -16,7 +16,8 @@
 // The caller's additional authenticated data (AAD), e.g. merchant id and card
 // id, is bound into both GCM operations together with the blob header, so a
 // blob copied to another record, or with any byte altered, fails to open.
-// The key id lets a future version select among several KEKs for rotation.
+// The key id selects the KEK that opens a blob: the current one, or the
+// previous one during a key rotation (WithPrevious).
 //
 // The card verification value has no place here: Card has no CVV field and
 // nothing in this package stores one.
@@ -67,6 +68,51 @@ var (
 type Vault struct {
 	kek   cipher.AEAD
 	keyID [KeyIDSize]byte
+	// prev opens blobs sealed under the previous KEK during a rotation
+	// (nil: none); nothing is sealed under it.
+	prev   cipher.AEAD
+	prevID [KeyIDSize]byte
+}
+
+// WithPrevious returns a vault that seals under v's key and opens blobs
+// sealed under v's key or under previous (a key rotation: contract
+// section 14). The same key as v's is refused: it would hide a mistake in
+// the key files.
+func (v *Vault) WithPrevious(previous []byte) (*Vault, error) {
+	if len(previous) != KeySize {
+		return nil, fmt.Errorf("vault: previous key-encryption key must be %d bytes, got %d", KeySize, len(previous))
+	}
+	id := KeyID(previous)
+	if id == v.keyID {
+		return nil, errors.New("vault: the previous key is the current key")
+	}
+	aead, err := newGCM(previous)
+	if err != nil {
+		return nil, err
+	}
+	w := *v
+	w.prev, w.prevID = aead, id
+	return &w, nil
+}
+
+// HasPrevious reports whether the vault opens blobs of a previous key.
+func (v *Vault) HasPrevious() bool { return v.prev != nil }
+
+// SealedUnderCurrent reports whether blob names the current key. A
+// malformed blob does not.
+func (v *Vault) SealedUnderCurrent(blob []byte) bool {
+	return len(blob) >= headerSize && bytes.Equal(blob[1:headerSize], v.keyID[:])
+}
+
+// Reseal opens blob (under either key) and seals its plaintext again under
+// the current key, bound to the same aad.
+func (v *Vault) Reseal(blob, aad []byte) ([]byte, error) {
+	pt, err := v.Open(blob, aad)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(pt)
+	return v.Seal(pt, aad)
 }
 
 // New returns a Vault for a 32-byte (AES-256) key-encryption key. The key
@@ -168,12 +214,16 @@ func (v *Vault) Open(blob, aad []byte) ([]byte, error) {
 	if len(blob) < minBlobSize || blob[0] != version1 {
 		return nil, ErrMalformed
 	}
+	kek := v.kek
 	if !bytes.Equal(blob[1:headerSize], v.keyID[:]) {
-		return nil, ErrUnknownKey
+		if v.prev == nil || !bytes.Equal(blob[1:headerSize], v.prevID[:]) {
+			return nil, ErrUnknownKey
+		}
+		kek = v.prev
 	}
 	bound := appendBoundAAD(make([]byte, 0, headerSize+len(aad)), blob[:headerSize], aad)
 
-	dataKey, err := v.kek.Open(nil, blob[offWrapNon:offWrapped], blob[offWrapped:offDataNon], bound)
+	dataKey, err := kek.Open(nil, blob[offWrapNon:offWrapped], blob[offWrapped:offDataNon], bound)
 	if err != nil {
 		return nil, ErrDecrypt
 	}

@@ -490,3 +490,44 @@ func TestNewToken(t *testing.T) {
 		}
 	}
 }
+
+// A vault given the previous key opens blobs of both keys, seals under the
+// current one only, and Reseal moves a previous-key blob to the current
+// key; without the previous key such a blob is ErrUnknownKey.
+func TestVaultWithPreviousKey(t *testing.T) {
+	oldKey, newKey := bytes.Repeat([]byte{1}, KeySize), bytes.Repeat([]byte{2}, KeySize)
+	oldV, _ := New(oldKey)
+	cur, _ := New(newKey)
+	if _, err := cur.WithPrevious(newKey); err == nil {
+		t.Fatal("the current key accepted as the previous one")
+	}
+	both, err := cur.WithPrevious(oldKey)
+	if err != nil || !both.HasPrevious() || cur.HasPrevious() {
+		t.Fatal(err)
+	}
+	aad := AAD("m1", "card1")
+	old, _ := oldV.Seal([]byte("4111111111111111"), aad)
+	if _, err := cur.Open(old, aad); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("without the previous key: %v", err)
+	}
+	if pt, err := both.Open(old, aad); err != nil || string(pt) != "4111111111111111" {
+		t.Fatalf("with the previous key: %q %v", pt, err)
+	}
+	if both.SealedUnderCurrent(old) {
+		t.Fatal("a previous-key blob reported as current")
+	}
+	re, err := both.Reseal(old, aad)
+	if err != nil || !both.SealedUnderCurrent(re) {
+		t.Fatalf("reseal: %v", err)
+	}
+	if pt, err := cur.Open(re, aad); err != nil || string(pt) != "4111111111111111" {
+		t.Fatalf("a resealed blob under the current key alone: %q %v", pt, err)
+	}
+	if _, err := both.Reseal(old, AAD("m2", "card1")); err == nil {
+		t.Fatal("reseal with another aad succeeded")
+	}
+	fresh, _ := both.Seal([]byte("x"), aad)
+	if !both.SealedUnderCurrent(fresh) {
+		t.Fatal("a vault with a previous key sealed under it")
+	}
+}

@@ -68,6 +68,12 @@ var families = map[string]Family{
 	"gateway_webhook_endpoints_full":   {Help: "Callback endpoints on this leader whose due notifications wait in the outbox because the endpoint already holds its 1,024."},
 	"gateway_webhook_pruned_total":     {Help: "Finished notifications the leader removed past --webhook-retention."},
 
+	// Backups and the vault (node).
+	"gateway_backup_last_success_timestamp_seconds": {Help: "Unix time of the last scheduled backup this node wrote and verified (0 before the first)."},
+	"gateway_backup_failures_total":                 {Help: "Scheduled backups that failed on this node (the log says why)."},
+	"gateway_backup_interval_seconds":               {Help: "--backup-interval in seconds (0 without --backup-dir: no scheduled backups)."},
+	"gateway_vault_records_under_previous_key":      {Help: "Card blobs and merchant secrets in this node's store that the current vault key did not seal; 0 once a vault key rotation has re-sealed them all."},
+
 	// Pebble (persistence).
 	"gateway_pebble_write_stalls_total":       {Help: "Times Pebble held writes while flushes or compactions caught up."},
 	"gateway_pebble_write_stall_seconds":      {Help: "Seconds each Pebble write stall lasted."},

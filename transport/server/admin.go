@@ -42,6 +42,14 @@ func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, route string) {
 		s.serveWebhooks(ctx, strings.TrimPrefix(strings.TrimPrefix(route, "webhooks"), "/"))
 		return
 	}
+	if route == "vault" {
+		s.serveVault(ctx) // admin_vault.go
+		return
+	}
+	if route == "backup" {
+		s.serveBackup(ctx) // admin_backup.go
+		return
+	}
 	if route == "orders" || route == "orders.csv" || strings.HasPrefix(route, "orders/") {
 		s.serveOrders(ctx, route)
 		return
@@ -52,6 +60,10 @@ func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, route string) {
 			return
 		}
 		s.createMerchant(ctx)
+		return
+	}
+	if rest, ok := strings.CutPrefix(route, "merchants/"); ok {
+		s.serveMerchantAdmin(ctx, rest) // admin_rotate.go
 		return
 	}
 	// Routes with a path parameter register by their first segment.

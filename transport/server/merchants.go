@@ -39,6 +39,17 @@ type Merchant struct {
 	pageLimiter *rate.Limiter
 	apiKey      *signature.Key // verifies request signatures
 	webhookKey  *signature.Key // signs notifications
+	// apiKeyUntil is set on the entry of an API pair a rotation replaced:
+	// requests signed with it are accepted before that instant only.
+	apiKeyUntil time.Time
+	// replacedKey is the public key of the API pair a rotation replaced.
+	replacedKey string
+}
+
+// apiKeyValid reports whether this entry's API pair still signs requests
+// at now: the current pair always, a replaced one until its overlap ends.
+func (m *Merchant) apiKeyValid(now time.Time) bool {
+	return m.apiKeyUntil.IsZero() || now.Before(m.apiKeyUntil)
 }
 
 // WebhookKey is the merchant's webhook key pair, prepared for signing
@@ -74,6 +85,14 @@ func (m *Merchants) Put(rec *command.Merchant) error {
 		rps = DefaultRateLimitRPS
 	}
 	rps = min(rps, MaxRateLimitRPS) // a record from before the bound
+	var prev *signature.Key
+	if rec.PreviousAPIPublicKey != "" {
+		sec, err := m.vault.Open(rec.PreviousAPISecretSealed, vault.AAD("merchant-api", rec.ID))
+		if err != nil {
+			return fmt.Errorf("open previous api secret of %s: %w", rec.ID, err)
+		}
+		prev = signature.NewKey(rec.PreviousAPIPublicKey, string(sec))
+	}
 	mer := &Merchant{
 		ID: rec.ID, Name: rec.Name, APIPublicKey: rec.APIPublicKey, APISecret: string(api),
 		WebhookPublicKey: rec.WebhookPublicKey, WebhookSecret: string(hook), RateLimitRPS: rps,
@@ -83,9 +102,24 @@ func (m *Merchants) Put(rec *command.Merchant) error {
 		webhookKey:  signature.NewKey(rec.WebhookPublicKey, string(hook)),
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old := m.byID[mer.ID]; old != nil {
+		// A key rotation keeps the merchant's rate limits where they stand.
+		if old.RateLimitRPS == mer.RateLimitRPS {
+			mer.limiter, mer.pageLimiter = old.limiter, old.pageLimiter
+		}
+		delete(m.byKey, old.APIPublicKey)
+		delete(m.byKey, old.replacedKey)
+	}
 	m.byKey[mer.APIPublicKey] = mer
 	m.byID[mer.ID] = mer
-	m.mu.Unlock()
+	if prev != nil {
+		mer.replacedKey = rec.PreviousAPIPublicKey
+		replaced := *mer
+		replaced.apiKey = prev
+		replaced.apiKeyUntil = time.Unix(0, rec.PreviousAPIUntil)
+		m.byKey[rec.PreviousAPIPublicKey] = &replaced
+	}
 	return nil
 }
 

@@ -77,6 +77,9 @@ type Config struct {
 	AdminRoutes map[string]AdminHandler
 	// Wallets decrypts wallet payment credentials (nil: wallets off).
 	Wallets WalletDecrypter
+	// VaultCount counts the sealed records the current vault key did not
+	// seal (GET /admin/v1/vault).
+	VaultCount func() (int, error)
 	// Forms configures the hosted payment form and 3-D Secure pages.
 	Forms FormConfig
 	// DialPeer opens a peer connection to a member's cluster port
@@ -495,6 +498,9 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx) (*Merchant, *apierr.Erro
 	}
 	if !m.apiKey.Verify(ctx.PostBody(), sig) {
 		return nil, apierr.New(apierr.Auth, "signature", "signature does not match the request")
+	}
+	if !m.apiKeyValid(s.cfg.Now()) {
+		return nil, apierr.New(apierr.Auth, "merchant", "this API key was replaced by a key rotation and its overlap has ended")
 	}
 	return m, nil
 }
