@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -39,28 +43,77 @@ func (f *faultyWAL) MaybeError(op errorfs.Op) error {
 	return errorfs.ErrInjected
 }
 
-// storeFaultFixture is a node's FSM over a store on a crashable in-memory
-// disk that can be made to fail, and the raft log (which raft keeps durable
-// apart from the store) as the entries handed to the FSM.
+// storeFaultFixture is a node's FSM over a store on a disk that can be
+// made to fail, and the raft log (which raft keeps durable apart from the
+// store) as the entries handed to the FSM.
 type storeFaultFixture struct {
 	t      *testing.T
-	disk   *vfs.MemFS
+	disk   *vfs.MemFS // the in-process fixture's crashable disk
 	faults *faultyWAL
 	store  *persistence.Store
 	fsm    *FSM
 	log    []*raft.Log
 }
 
-func newStoreFaultFixture(t *testing.T, kinds ...errorfs.OpKind) *storeFaultFixture {
-	f := &storeFaultFixture{t: t, disk: vfs.NewCrashableMem(), faults: &faultyWAL{kinds: kinds}}
-	f.store, f.fsm = openFSMOn(t, errorfs.Wrap(f.disk, f.faults))
-	return f
+// storeFaultDirEnv names the directory a fault scenario's child process
+// keeps its store in; set, the test binary is that child.
+const storeFaultDirEnv = "GATEWAY_TEST_STOREFAULT_DIR"
+
+// runStoreFault runs scenario, which must stop the node, in a child
+// process of the test binary, then restarts the store from the disk the
+// child left and replays raft's log into it, as a node restarted after
+// the crash does. Pebble stops a process whose disk fails in more than one
+// way: a panic that reaches the FSM's caller, or a fatal runtime error no
+// recover sees (a failed WAL close while it rotates the memtable). Both
+// are the node stopping, and only another process can watch either.
+// The child prints each entry's index before applying it, so the parent
+// knows the log the child's raft held.
+func runStoreFault(t *testing.T, kinds []errorfs.OpKind, scenario func(f *storeFaultFixture)) {
+	if dir := os.Getenv(storeFaultDirEnv); dir != "" {
+		f := &storeFaultFixture{t: t, faults: &faultyWAL{kinds: kinds}}
+		f.store, f.fsm = openFSMAt(t, errorfs.Wrap(vfs.Default, f.faults), dir)
+		scenario(f) // returns once the node stopped; fails the test otherwise
+		fmt.Println("storefault: stopped")
+		os.Exit(3)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), storeFaultDirEnv+"="+dir)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	text := string(out)
+	failingFrom := strings.Index(text, "storefault: failing")
+	switch {
+	case code == 3:
+	case code == 2 && failingFrom >= 0 && strings.Contains(text[failingFrom:], "pebble"):
+		// Pebble's own fatal stop, after the faults began.
+	default:
+		t.Fatalf("the child exited %d; want a stop after the faults began:\n%s", code, text)
+	}
+	entries := regexp.MustCompile(`storefault: entry (\d+)`).FindAllStringSubmatch(text, -1)
+	if len(entries) == 0 {
+		t.Fatalf("the child applied no entry:\n%s", text)
+	}
+	n, _ := strconv.Atoi(entries[len(entries)-1][1])
+	t.Logf("the child stopped at entry %d (exit %d)", n, code)
+	f := &storeFaultFixture{t: t}
+	for range n {
+		f.log = append(f.log, f.nextEntry())
+	}
+	store, fsm := openFSMAt(t, vfs.Default, dir)
+	defer store.Close()
+	f.replayInto(store, fsm)
 }
 
-func openFSMOn(t *testing.T, fs vfs.FS) (*persistence.Store, *FSM) {
+func openFSMAt(t *testing.T, fs vfs.FS, dir string) (*persistence.Store, *FSM) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := persistence.OpenFS(fs, "state", logger)
+	s, err := persistence.OpenFS(fs, dir, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,17 +124,49 @@ func openFSMOn(t *testing.T, fs vfs.FS) (*persistence.Store, *FSM) {
 	return s, fsm
 }
 
-// commit appends the next entry (a charge's acceptance and the previous
-// one's approval) to the log and applies it, as raft does once the entry is
-// committed; stopped reports that the FSM stopped the node instead.
-func (f *storeFaultFixture) commit() (stopped bool) {
+// newStoreFaultFixture is a fixture in this process, on a crashable
+// in-memory disk: for faults that stop the node with a panic the FSM's
+// caller sees.
+func newStoreFaultFixture(t *testing.T, kinds ...errorfs.OpKind) *storeFaultFixture {
+	f := &storeFaultFixture{t: t, disk: vfs.NewCrashableMem(), faults: &faultyWAL{kinds: kinds}}
+	f.store, f.fsm = openFSMAt(t, errorfs.Wrap(f.disk, f.faults), "state")
+	return f
+}
+
+// crashAndReplay restarts the in-process fixture's store from what its
+// disk had synced (a machine crash), then replays raft's log into it.
+func (f *storeFaultFixture) crashAndReplay() {
+	f.t.Helper()
+	store, fsm := openFSMAt(f.t, f.disk.CrashClone(vfs.CrashCloneCfg{}), "state")
+	defer store.Close()
+	f.replayInto(store, fsm)
+}
+
+// failFromNow switches the faults on.
+func (f *storeFaultFixture) failFromNow() {
+	fmt.Println("storefault: failing")
+	f.faults.failing.Store(true)
+}
+
+// nextEntry is the entry after f.log: a charge's acceptance and the
+// previous one's approval.
+func (f *storeFaultFixture) nextEntry() *raft.Log {
 	idx := uint64(len(f.log) + 1)
 	cmds := []command.Cmd{acceptance(fmt.Sprintf("o%d", idx))}
 	if idx > 1 {
 		cmds = append(cmds, approval(fmt.Sprintf("o%d", idx-1)))
 	}
-	l := entry(f.t, idx, cmds...)
+	return entry(f.t, idx, cmds...)
+}
+
+// commit appends the next entry to the log and applies it, as raft does
+// once the entry is committed; stopped reports that the FSM stopped the
+// node instead.
+func (f *storeFaultFixture) commit() (stopped bool) {
+	l := f.nextEntry()
 	f.log = append(f.log, l)
+	idx := l.Index
+	fmt.Printf("storefault: entry %d\n", idx)
 	var results []persistence.Result
 	if stops(f.t, fmt.Sprintf("entry %d", idx), func() { results = f.fsm.ApplyBatch([]*raft.Log{l})[0].([]persistence.Result) }) {
 		return true
@@ -107,21 +192,21 @@ func stops(t *testing.T, what string, fn func()) (stopped bool) {
 	return false
 }
 
-// crashAndReplay is the node's restart after it stopped: the machine's
-// disk keeps only what was synced, and raft hands the FSM its log again.
-// Every committed entry is then in the store, the same as on a replica
-// whose disk never failed.
-func (f *storeFaultFixture) crashAndReplay() {
+// replayInto is the node's restart after it stopped: the store holds what
+// the child's disk kept, and raft hands the FSM its log again. Every
+// committed entry is then in the store, the same as on a replica whose
+// disk never failed. (The child's process died, not the machine: what it
+// wrote without a sync is still in the OS's cache, so this is a process
+// crash; a failed write itself never reached the file.)
+func (f *storeFaultFixture) replayInto(store *persistence.Store, fsm *FSM) {
 	f.t.Helper()
-	store, fsm := openFSMOn(f.t, f.disk.CrashClone(vfs.CrashCloneCfg{}))
-	defer store.Close()
 	applied := fsm.AppliedIndex()
 	if applied >= uint64(len(f.log)) {
 		f.t.Fatalf("the store holds index %d after the crash; the failed entry is %d", applied, len(f.log))
 	}
 	f.t.Logf("after the crash the store holds index %d of %d; raft's log has the rest", applied, len(f.log))
 	fsm.ApplyBatch(f.log)
-	ref, refFSM := openFSMOn(f.t, vfs.NewMem())
+	ref, refFSM := openFSMAt(f.t, vfs.NewMem(), "state")
 	defer ref.Close()
 	refFSM.ApplyBatch(f.log)
 	for i := 1; i <= len(f.log); i++ {
@@ -161,15 +246,15 @@ func (f *storeFaultFixture) stopsWithin(n int) {
 // panics) rather than letting it serve a state that lacks the entry; after
 // the restart raft's log brings back everything, acknowledged or not.
 func TestFailedStoreWriteStopsTheNode(t *testing.T) {
-	f := newStoreFaultFixture(t, errorfs.OpFileWrite, errorfs.OpFileWriteAt)
-	for range 50 {
-		if f.commit() {
-			t.Fatal("stopped before any fault")
+	runStoreFault(t, []errorfs.OpKind{errorfs.OpFileWrite, errorfs.OpFileWriteAt}, func(f *storeFaultFixture) {
+		for range 50 {
+			if f.commit() {
+				t.Fatal("stopped before any fault")
+			}
 		}
-	}
-	f.faults.failing.Store(true)
-	f.stopsWithin(10_000)
-	f.crashAndReplay()
+		f.failFromNow()
+		f.stopsWithin(10_000)
+	})
 }
 
 // A failed fsync fails the snapshot raft asks for before it compacts its
@@ -182,7 +267,7 @@ func TestFailedStoreFsyncStopsTheNode(t *testing.T) {
 			t.Fatal("stopped before any fault")
 		}
 	}
-	f.faults.failing.Store(true)
+	f.failFromNow()
 	// Pebble treats a failed synced commit as fatal, and the store's logger
 	// stops the node there; a snapshot that returned an error instead would
 	// do too (raft keeps its log and retries later).
