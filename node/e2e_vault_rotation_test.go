@@ -129,9 +129,8 @@ func TestVaultKeyRotationUnderLoad(t *testing.T) {
 	if f := failed.Load(); f != 0 {
 		t.Fatalf("%d of %d requests failed during the re-wrap, e.g. %v", f, f+done.Load(), failure.Load())
 	}
-	if !strings.Contains(n.Logs(), "vault re-wrap done") {
-		t.Fatalf("the leader did not report the re-wrap done:\n%s", n.Logs())
-	}
+	// The re-wrap loop logs its end on the pass after the count reached 0.
+	waitFor(t, 15*time.Second, func() bool { return strings.Contains(n.Logs(), "vault re-wrap done") })
 	t.Logf("%d charges during the re-wrap, none failed", done.Load())
 
 	// The old key goes; every stored card still pays, and the merchant's

@@ -33,6 +33,11 @@ const TerminalID = "PAYGATE1"
 
 // NewAcquirer puts an Acquirer on client.
 func NewAcquirer(client *Client) *Acquirer {
+	// Every movement series exists from the start at 0, so a dashboard
+	// or an alert reads 0 rather than nothing before the first movement.
+	for _, mti := range []string{"0220", "0221", "0400", "0401", "0200"} {
+		movesSent(mti)
+	}
 	return &Acquirer{client: client, terminalID: TerminalID, stans: map[string]string{}}
 }
 
