@@ -72,10 +72,10 @@ type Host struct {
 	index    map[string]*Record // by key (kind class, MID, RRN): first decisions
 	ring     []string           // FIFO of index keys, for eviction
 	next     int
-	inflight map[string]struct{} // keys being decided: their repeats wait on decided
-	decided  *sync.Cond          // on mu: broadcast when a key leaves inflight
-	byOrig   map[string]*original     // approved authorisations and sales by (MID, STAN, field 7)
-	total    int                      // authorisations and sales decided since start
+	inflight map[string]struct{}  // keys being decided: their repeats wait on decided
+	decided  *sync.Cond           // on mu: broadcast when a key leaves inflight
+	byOrig   map[string]*original // approved authorisations and sales by (MID, STAN, field 7)
+	total    int                  // authorisations and sales decided since start
 	conns    map[net.Conn]struct{}
 	lns      []net.Listener
 	closed   bool
