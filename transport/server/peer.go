@@ -264,7 +264,10 @@ func (s *Server) clusterJoinToken(ctx *fasthttp.RequestCtx) {
 	}
 	tok := pki.NewToken(p.CAFingerprint())
 	now := s.cfg.Now()
-	rec := &command.JoinToken{ID: tok.ID, SecretHash: tok.SecretHash(), CreatedAt: now.UnixNano(), ExpiresAt: now.Add(ttl).UnixNano()}
+	// The token expires at the whole second its answer names (expires_at
+	// is RFC 3339 in seconds), never later than the operator was told.
+	expires := now.Add(ttl).Truncate(time.Second)
+	rec := &command.JoinToken{ID: tok.ID, SecretHash: tok.SecretHash(), CreatedAt: now.UnixNano(), ExpiresAt: expires.UnixNano()}
 	cctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	res, err := s.cfg.Cluster.Propose(cctx, &command.Cmd{JoinToken: rec})
