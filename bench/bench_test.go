@@ -629,6 +629,11 @@ func TestTimelineClosedLoopLastIterationsAfterTheWindow(t *testing.T) {
 		g, m := startFake(t)
 		cfg := baseConfig(g, m, WorkloadCharge)
 		cfg.Concurrency, cfg.Duration = 1, 500*time.Millisecond
+		// The worker's charge in flight at the window's end straddles it
+		// for certain: requests arriving from 400 ms on wait until 800 ms
+		// (a 34 µs charge on a busy machine may otherwise end just before
+		// the window does, and no iteration is left after it).
+		g.stall(time.Now().Add(400*time.Millisecond), 400*time.Millisecond)
 		rep, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
