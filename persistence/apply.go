@@ -33,6 +33,10 @@ type Result struct {
 	Rewrapped int
 	// Merchant is the merchant record a key rotation wrote.
 	Merchant *command.Merchant
+	// Resealed are the merchant records a VaultRewrap rewrote: a replica
+	// replaying the log after the previous vault key was dropped could not
+	// open them as first written, and reads them again from these.
+	Resealed []*command.Merchant
 	Err      error
 }
 
@@ -264,6 +268,8 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyClusterCA(c.ClusterCA)
 	case c.JoinToken != nil:
 		return b.applyJoinToken(c.JoinToken)
+	case c.RequestHashKey != nil:
+		return b.applyRequestHashKey(c.RequestHashKey)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }
