@@ -187,3 +187,48 @@ func TestSecurityFlags(t *testing.T) {
 		t.Errorf("--join https://: %v %v %q", err, c.JoinHTTPS, c.Join)
 	}
 }
+
+// The acquirer link's flags: TLS or loopback, or plain TCP off the machine
+// only when the operator says so.
+func TestAcquirerLinkFlags(t *testing.T) {
+	base := func() Config {
+		return Config{AdminToken: "t", VaultKeyFile: "k", SettleDelayUnit: time.Hour, HTTPAddr: "127.0.0.1:8080", RaftAddr: "127.0.0.1:7000"}
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		says string // "" when accepted
+	}{
+		{"in-process host", func(*Config) {}, ""},
+		{"plain TCP to loopback", func(c *Config) { c.AcquirerAddr = "127.0.0.1:8583" }, ""},
+		{"plain TCP to localhost", func(c *Config) { c.AcquirerAddr = "localhost:8583" }, ""},
+		{"plain TCP off the machine", func(c *Config) { c.AcquirerAddr = "10.0.0.5:8583" }, "--acquirer-ca-file"},
+		{"plain TCP to a name", func(c *Config) { c.AcquirerAddr = "acquirer.internal:8583" }, "--insecure-acquirer-link"},
+		{"insecure off the machine", func(c *Config) { c.AcquirerAddr, c.InsecureAcquirerLink = "10.0.0.5:8583", true }, ""},
+		{"TLS off the machine", func(c *Config) { c.AcquirerAddr, c.AcquirerCAFile = "10.0.0.5:8583", "ca.crt" }, ""},
+		{"mutual TLS", func(c *Config) {
+			c.AcquirerAddr, c.AcquirerCAFile, c.AcquirerCertFile, c.AcquirerKeyFile = "10.0.0.5:8583", "ca.crt", "n.crt", "n.key"
+		}, ""},
+		{"client certificate without its key", func(c *Config) {
+			c.AcquirerAddr, c.AcquirerCAFile, c.AcquirerCertFile = "10.0.0.5:8583", "ca.crt", "n.crt"
+		}, "go together"},
+		{"client certificate without a CA", func(c *Config) {
+			c.AcquirerAddr, c.AcquirerCertFile, c.AcquirerKeyFile = "127.0.0.1:8583", "n.crt", "n.key"
+		}, "--acquirer-ca-file"},
+		{"insecure and a CA", func(c *Config) {
+			c.AcquirerAddr, c.AcquirerCAFile, c.InsecureAcquirerLink = "10.0.0.5:8583", "ca.crt", true
+		}, "turns the link's TLS off"},
+		{"TLS flags without an address", func(c *Config) { c.AcquirerCAFile = "ca.crt" }, "in-process host"},
+		{"insecure without an address", func(c *Config) { c.InsecureAcquirerLink = true }, "in-process host"},
+	} {
+		c := base()
+		tc.set(&c)
+		err := c.Validate()
+		switch {
+		case tc.says == "" && err != nil:
+			t.Errorf("%s: %v, want accepted", tc.name, err)
+		case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)):
+			t.Errorf("%s: %v, want refused saying %q", tc.name, err, tc.says)
+		}
+	}
+}

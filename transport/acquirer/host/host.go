@@ -63,6 +63,9 @@ type Host struct {
 	ledger *ledger
 
 	faults atomic.Pointer[Faults]
+	// lastRefusal (Unix ns) rate-limits the refused-handshake log line
+	// (tls.go).
+	lastRefusal atomic.Int64
 
 	// adviceMu serialises captures and reversals from decision to ledger,
 	// so two captures of one authorisation cannot both fit its amount.
@@ -283,6 +286,9 @@ func (h *Host) serveConn(c net.Conn) {
 		h.mu.Unlock()
 		c.Close()
 	}()
+	if !h.handshake(c) { // tls.go
+		return
+	}
 	w := iso8583.NewFrameWriter(c)
 	r := iso8583.NewFrameReader(c)
 	inflight := make(chan struct{}, answersInFlightMax)
