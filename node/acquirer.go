@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
 	"net"
@@ -12,36 +13,41 @@ import (
 
 // startAcquirer connects the node to its acquirer host over ISO 8583
 // (contract section 12): the one at --acquirer-addr, or, without it, the
-// sandbox host started here on a loopback port with its ledger in
-// <data-dir>/acquirer, so a development node and the tests need no other
-// process. Either way the payments take the same path: codec, TCP, host.
+// sandbox host started here with its ledger in <data-dir>/acquirer, so a
+// development node and the tests need no other process. The in-process
+// host is reached over an in-memory connection (link.Pipe) instead of a
+// socket: above the connection everything is the same (frames, codec,
+// STAN matching, timeouts, the host's decisions and ledger), and the
+// kernel's share of each message is gone (docs/acquirer.md, "What the
+// link costs").
 func (n *Node) startAcquirer(cfg Config, logger *slog.Logger) (*link.Acquirer, error) {
-	tlsCfg, err := acquirerTLS(cfg, logger)
-	if err != nil {
+	lc := link.Config{Addr: cfg.AcquirerAddr, Timeout: cfg.AcquirerTimeout, Logger: logger.With("component", "acquirer-link")}
+	var err error
+	if lc.TLS, err = acquirerTLS(cfg, logger); err != nil {
 		return nil, err
 	}
-	addr := cfg.AcquirerAddr
-	if addr == "" {
+	if cfg.AcquirerAddr == "" {
 		h, err := host.Open(host.Config{DataDir: filepath.Join(cfg.DataDir, "acquirer"),
 			Logger: logger.With("component", "acquirer-host"), CaptureUnknownOriginals: true})
 		if err != nil {
 			return nil, err
 		}
 		h.SetFaults(host.Faults{LatencyMS: cfg.AcquirerLatency.Milliseconds()})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			h.Close()
-			return nil, err
-		}
 		n.acquirerHost = h
-		go h.Serve(ln)
-		addr = ln.Addr().String()
-		logger.Info("sandbox acquirer host in-process", "addr", addr)
+		lc.Addr = inProcessAcquirer
+		lc.Dial = func(context.Context, string) (net.Conn, error) {
+			client, server := link.Pipe()
+			go h.ServeConn(server)
+			return client, nil
+		}
+		logger.Info("sandbox acquirer host in-process", "addr", lc.Addr)
 	}
-	n.acquirerLink = link.Dial(link.Config{Addr: addr, Timeout: cfg.AcquirerTimeout, TLS: tlsCfg,
-		Logger: logger.With("component", "acquirer-link")})
+	n.acquirerLink = link.Dial(lc)
 	return link.NewAcquirer(n.acquirerLink), nil
 }
+
+// inProcessAcquirer is the in-process host's address in logs.
+const inProcessAcquirer = "in-process"
 
 // acquirerTLS is the TLS of the link to --acquirer-addr (nil: plain TCP,
 // which Config.Validate allows to a loopback address, or to any with

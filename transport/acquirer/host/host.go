@@ -243,15 +243,23 @@ func (h *Host) Serve(ln net.Listener) error {
 			}
 			return err
 		}
-		if h.Faults().Down {
-			c.Close()
-			continue
-		}
-		h.mu.Lock()
-		h.conns[c] = struct{}{}
-		h.mu.Unlock()
-		go h.serveConn(c)
+		go h.ServeConn(c)
 	}
+}
+
+// ServeConn serves one connection until it ends: one a listener accepted,
+// or an in-memory one (link.Pipe) from a node that runs the host
+// in-process. A host that is down or closed closes it at once.
+func (h *Host) ServeConn(c net.Conn) {
+	h.mu.Lock()
+	if h.closed || h.Faults().Down {
+		h.mu.Unlock()
+		c.Close()
+		return
+	}
+	h.conns[c] = struct{}{}
+	h.mu.Unlock()
+	h.serveConn(c)
 }
 
 func (h *Host) isClosed() bool {
