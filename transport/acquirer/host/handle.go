@@ -161,6 +161,10 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
 	case KindAuth, KindSale:
 		decideCard(r, req, now)
 	case KindRefund:
+		if acquirer.DeclinesMove(r.Amount) {
+			r.Response = acquirer.RespDoNotHonour
+			return
+		}
 		r.Response = acquirer.RespApproved
 		r.ARN = acquirer.ARN(r.MID + r.RRN)
 	case KindCapture, KindReversal:
@@ -181,6 +185,8 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
 			// gateway repeats it until it has an answer, and an
 			// authorisation that never arrived needs no undoing.
 			r.Response = acquirer.RespApproved
+		case acquirer.DeclinesMove(r.Amount):
+			r.Response = acquirer.RespDoNotHonour
 		case o == nil && h.cfg.CaptureUnknownOriginals && r.Amount > 0:
 			r.Response = acquirer.RespApproved
 			r.ARN = acquirer.ARN(r.MID + r.RRN)
