@@ -264,6 +264,9 @@ func TestMovementDeclineAmount(t *testing.T) {
 	ok(financial("0100", "000000", "000001", "AUTH00000001", acquirer.CardVisaApproved, 29905), "00")
 	ok(advice("0220", "000002", "AUTH00000001", "0100", "000001", 19905), acquirer.RespDoNotHonour)
 	ok(advice("0221", "000002", "AUTH00000001", "0100", "000001", 19905), acquirer.RespDoNotHonour)
+	// Another capture of that authorisation (another movement: its own
+	// field 7) is decided on its own, not answered as a repeat.
+	ok(advice("0220", "000007", "AUTH00000001", "0100", "000001", 20000).Set(iso8583.FieldTransmissionTime, "1128103100"), "00")
 	ok(financial("0200", "200000", "000003", "RFND00000001", acquirer.CardVisaApproved, 9905), acquirer.RespDoNotHonour)
 	ok(financial("0200", "200000", "000004", "RFND00000002", acquirer.CardVisaApproved, 9904), "00")
 	// The declined capture captured nothing: the whole amount is still there.
@@ -273,7 +276,7 @@ func TestMovementDeclineAmount(t *testing.T) {
 	if err := h.WriteReport(&b, "2026-11-28"); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Count(b.String(), "\n"); got != 3 || !strings.Contains(b.String(), ",refund,9904,") ||
+	if got := strings.Count(b.String(), "\n"); got != 4 || !strings.Contains(b.String(), ",refund,9904,") ||
 		!strings.Contains(b.String(), ",capture,20000,") {
 		t.Fatalf("report: %s", b.String())
 	}
