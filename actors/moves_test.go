@@ -518,11 +518,11 @@ func compareLedgers(orders []*order.Order, records []host.Record) []string {
 	byRRN := map[string][]host.Record{}
 	seen := map[string]bool{}
 	for _, r := range records {
-		// A message decided twice (the same kind, RRN and field 7) moved
-		// its money twice.
+		// A message decided twice (the same kind and RRN, and for an
+		// advice the same STAN and field 7) moved its money twice.
 		k := r.Kind + "|" + r.RRN
 		if r.Kind == host.KindCapture || r.Kind == host.KindReversal {
-			k += "|" + r.Sent
+			k += "|" + r.STAN + r.Sent
 		}
 		if seen[k] {
 			bad("the acquirer decided %s twice", k)

@@ -106,7 +106,8 @@ func answerTo(req *iso8583.Message) *iso8583.Message {
 // written to the ledger if there is none, else the one made before (a
 // repeat, concurrent or after a restart).
 func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
-	k := key(kind, req.Value(iso8583.FieldCardAcceptorID), req.Value(iso8583.FieldRRN), req.Value(iso8583.FieldTransmissionTime))
+	k := key(kind, req.Value(iso8583.FieldCardAcceptorID), req.Value(iso8583.FieldRRN),
+		req.Value(iso8583.FieldSTAN)+req.Value(iso8583.FieldTransmissionTime))
 	h.mu.Lock()
 	for {
 		if r, ok := h.index[k]; ok {

@@ -265,8 +265,9 @@ func TestMovementDeclineAmount(t *testing.T) {
 	ok(advice("0220", "000002", "AUTH00000001", "0100", "000001", 19905), acquirer.RespDoNotHonour)
 	ok(advice("0221", "000002", "AUTH00000001", "0100", "000001", 19905), acquirer.RespDoNotHonour)
 	// Another capture of that authorisation (another movement: its own
-	// field 7) is decided on its own, not answered as a repeat.
-	ok(advice("0220", "000007", "AUTH00000001", "0100", "000001", 20000).Set(iso8583.FieldTransmissionTime, "1128103100"), "00")
+	// STAN, here in the same second) is decided on its own, not answered
+	// as a repeat of the declined one.
+	ok(advice("0220", "000007", "AUTH00000001", "0100", "000001", 20000), "00")
 	ok(financial("0200", "200000", "000003", "RFND00000001", acquirer.CardVisaApproved, 9905), acquirer.RespDoNotHonour)
 	ok(financial("0200", "200000", "000004", "RFND00000002", acquirer.CardVisaApproved, 9904), "00")
 	// The declined capture captured nothing: the whole amount is still there.

@@ -1,0 +1,270 @@
+package node_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paygate/gateway/node/nodetest"
+	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/acquirer/reconcile"
+)
+
+// Movements in a cluster, the authorisation timeout and declined
+// movements, end to end: gatewayd processes and one acquirerd every node
+// points at (docs/acquirer.md). Each node's in-process host would be a
+// ledger of its own.
+
+// startMovesCluster starts acquirerd and three nodes pointed at it.
+func startMovesCluster(t *testing.T) (*nodetest.Acquirerd, *nodetest.Cluster, *nodetest.Node, *nodetest.Merchant) {
+	t.Helper()
+	acq := nodetest.StartAcquirerd(t)
+	c := nodetest.StartCluster(t, 3, "--acquirer-addr", acq.Listen, "--acquirer-timeout", "500ms")
+	leader := c.WaitLeader(nil, 10*time.Second)
+	return acq, c, leader, leader.CreateMerchant(t, 10000)
+}
+
+// metric reads a sample's value from a node's /metrics page (0 when absent).
+func metric(t *testing.T, n *nodetest.Node, sample string) float64 {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(n.Metrics(t)))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", sample, err)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
+// pendingMoves is how many movements a node is repeating.
+const pendingMoves = "gateway_acquirer_movements_pending"
+
+// The leader of three is SIGKILLed with a settle, a void and two refunds
+// recorded and sent but unanswered (drop_answers 1.0): the new leader
+// drives each from the log, and each completes once, shows once in the
+// settlement report with its amount, and reconciles clean.
+func TestClusterLeaderKilledWithMovementsPending(t *testing.T) {
+	acq, c, leader, m := startMovesCluster(t)
+	settled, settledRRN := authorize(t, m, 1100)
+	voided, voidedRRN := authorize(t, m, 1200)
+	sale := newOrderID("sale")
+	m.Post(t, "charge", chargeBody(sale, acquirer.CardVisaApproved, 1300, 0))
+	saleRRN := acquirer.RRN(txnOf(t, m.WaitStatus(t, sale, "settled", 20*time.Second), "sale")["id"].(string))
+
+	acq.SetFaults(`{"drop_answers":1}`)
+	if s := m.Post(t, "settle", map[string]any{"order_id": settled, "amount": 1000}); s.Str("status") != "authorized" ||
+		txnOf(t, s, "settle")["status"] != "created" {
+		t.Fatalf("settle without an answer: %s", s.Body)
+	}
+	if v := m.Post(t, "void", map[string]any{"order_id": voided}); v.Str("status") != "authorized" ||
+		txnOf(t, v, "void")["status"] != "created" {
+		t.Fatalf("void without an answer: %s", v.Body)
+	}
+	var refunds []string
+	for _, amount := range []int64{300, 400} {
+		r := m.Post(t, "refund", map[string]any{"order_id": sale, "amount": amount})
+		tx := txnOf(t, r, "refund")
+		if tx["status"] != "created" || r.Num("refunded_amount") != 0 {
+			t.Fatalf("refund without an answer: %s", r.Body)
+		}
+		refunds = append(refunds, acquirer.RRN(tx["id"].(string)))
+	}
+	if n := metric(t, leader, pendingMoves); n != 4 {
+		t.Fatalf("the leader repeats %v movements, want 4", n)
+	}
+
+	leader.Kill()
+	next := c.WaitLeader(leader, 15*time.Second)
+	acq.SetFaults(`{}`)
+	mn := m.At(next)
+	if st := mn.WaitStatus(t, settled, "settled", 30*time.Second); st.Num("settled_amount") != 1000 {
+		t.Fatalf("settled: %s", st.Body)
+	}
+	mn.WaitStatus(t, voided, "voided", 30*time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := postRetrying(t, mn, "status", map[string]any{"order_id": sale})
+		if st.Num("refunded_amount") == 700 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refunds not completed: %s", st.Body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	rows := reportRows(acq)
+	once(t, rows, settledRRN+" capture", 1000)
+	once(t, rows, saleRRN+" sale", 1300)
+	once(t, rows, refunds[0]+" refund", 300)
+	once(t, rows, refunds[1]+" refund", 400)
+	if len(rows) != 4 || len(rows[voidedRRN+" capture"]) != 0 {
+		t.Fatalf("settlement report %v: want the capture, the sale and the two refunds", rows)
+	}
+	if recs := ledger(t, acq, voidedRRN); recs["reversal 00"] != 1 || recs["capture 00"] != 0 {
+		t.Fatalf("the voided authorisation at the acquirer: %v, want one reversal", recs)
+	}
+	var res reconcile.Result
+	if _, err := next.Admin("POST", "/admin/v1/reconcile", reportCSV(t, acq), &res); err != nil || !res.Clean() || res.Matched != 4 {
+		t.Fatalf("reconcile: %+v %v", res, err)
+	}
+}
+
+// A leader paused (SIGSTOP) with a movement pending and unanswered is
+// deposed; when it runs again it stops repeating the movement: its
+// pending-movements gauge, which counts the repeats' goroutines, falls to
+// 0 while the acquirer still answers nothing (before the fix it repeated
+// until an answer came). Its count of movement messages then stays still
+// while the new leader's repeats complete the settle, once.
+func TestDeposedLeaderStopsRepeatingMovements(t *testing.T) {
+	acq, c, leader, m := startMovesCluster(t)
+	id, rrn := authorize(t, m, 900)
+	acq.SetFaults(`{"drop_answers":1}`)
+	if s := m.Post(t, "settle", map[string]any{"order_id": id}); txnOf(t, s, "settle")["status"] != "created" {
+		t.Fatalf("settle without an answer: %s", s.Body)
+	}
+	if n := metric(t, leader, pendingMoves); n != 1 {
+		t.Fatalf("the leader repeats %v movements, want 1", n)
+	}
+	leader.Pause()
+	next := c.WaitLeader(leader, 15*time.Second)
+	leader.Resume()
+	deadline := time.Now().Add(15 * time.Second)
+	for metric(t, leader, pendingMoves) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deposed leader still repeats %v movements", metric(t, leader, pendingMoves))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	sent := metric(t, leader, `gateway_acquirer_movements_sent_total{mti="0221"}`)
+	if metric(t, next, pendingMoves) != 1 {
+		t.Fatalf("the new leader repeats %v movements, want 1", metric(t, next, pendingMoves))
+	}
+	acq.SetFaults(`{}`)
+	m.At(next).WaitStatus(t, id, "settled", 30*time.Second)
+	if now := metric(t, leader, `gateway_acquirer_movements_sent_total{mti="0221"}`); now != sent {
+		t.Fatalf("the deposed leader sent %v repeats more", now-sent)
+	}
+	once(t, reportRows(acq), rrn+" capture", 900)
+}
+
+// An authorisation (0100) whose answers come after --acquirer-timeout
+// (acquirerd's latency above it) is declined 6.02 and reversed: acquirerd
+// approved it and then records its reversal. The late approvals, which
+// arrive at the node as unmatched answers, change nothing.
+func TestAuthorisationTimeoutIsReversedAndDeclined(t *testing.T) {
+	acq, n, m := startMoves(t)
+	acq.SetFaults(`{"latency_ms":1500}`)
+	id := newOrderID("late")
+	m.Post(t, "charge", chargeBody(id, acquirer.CardVisaApproved, 700, 24))
+	st := m.WaitStatus(t, id, "declined", 60*time.Second)
+	if st.Str("decline.code") != "6.02" {
+		t.Fatalf("authorisation without an answer in time: %s", st.Body)
+	}
+	rrn := acquirer.RRN(txnOf(t, st, "auth")["id"].(string))
+	// The late approvals arrive (the node counts them unmatched) ...
+	deadline := time.Now().Add(30 * time.Second)
+	for metric(t, n, "gateway_acquirer_unmatched_answers_total") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no late answer reached the node")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// ... and the reversal, repeated until answered, is answered once
+	// the answers come in time again.
+	acq.SetFaults(`{}`)
+	for {
+		recs := ledger(t, acq, rrn)
+		if recs["auth 00"] == 1 && recs["reversal 00"] == 1 && len(recs) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger records of the late authorisation: %v, want the approval and its reversal", recs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for metric(t, n, pendingMoves) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the reversal is still repeated after its answer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st = m.Post(t, "status", map[string]any{"order_id": id})
+	if st.Str("status") != "declined" || st.Str("decline.code") != "6.02" || st.Get("moves") != nil {
+		t.Fatalf("after the late approval: %s", st.Body)
+	}
+	// A settle of the declined order is refused, and nothing is captured.
+	if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Status == 200 {
+		t.Fatalf("settle of a declined order: %s", s.Body)
+	}
+	if rows := reportRows(acq); len(rows) != 0 {
+		t.Fatalf("settlement report: %v", rows)
+	}
+}
+
+// A capture and a refund the acquirer declines (the sandbox declines a
+// movement of an amount ending in 9905: acquirer.MoveDeclineAmount) are
+// fail transactions with their decline, the order unchanged, and each
+// sends a notification. The order can be settled again with another
+// amount, and refunded.
+func TestDeclinedCaptureAndRefund(t *testing.T) {
+	acq, _, m := startMoves(t)
+	rcv := newReceiver(t)
+	id := newOrderID("dec")
+	body := chargeBody(id, acquirer.CardVisaApproved, 29905, 8760)
+	body["callback_url"] = rcv.URL()
+	m.Post(t, "charge", body)
+	rrn := acquirer.RRN(txnOf(t, m.WaitStatus(t, id, "authorized", 20*time.Second), "auth")["id"].(string))
+	notified := len(rcv.waitCalls(1, 10*time.Second))
+
+	s := m.Post(t, "settle", map[string]any{"order_id": id, "amount": 19905})
+	tx := txnOf(t, s, "settle")
+	if s.Status != 200 || s.Str("status") != "authorized" || s.Num("settled_amount") != 0 || tx["status"] != "fail" ||
+		s.Str("transaction.decline.code") != acquirer.CodeDoNotHonour {
+		t.Fatalf("declined capture: %d %s", s.Status, s.Body)
+	}
+	c := rcv.waitCalls(notified+1, 10*time.Second)[notified]
+	if !strings.Contains(string(c.body), tx["id"].(string)) || !strings.Contains(string(c.body), `"fail"`) {
+		t.Fatalf("notification of the declined capture: %s", c.body)
+	}
+	notified++
+
+	// Another settle is a capture of its own, not a repeat of the declined one.
+	if s := m.Post(t, "settle", map[string]any{"order_id": id, "amount": 20000}); s.Str("status") != "settled" ||
+		s.Num("settled_amount") != 20000 {
+		t.Fatalf("settle after a declined capture: %s", s.Body)
+	}
+	notified = len(rcv.waitCalls(notified+1, 10*time.Second))
+
+	r := m.Post(t, "refund", map[string]any{"order_id": id, "amount": 9905})
+	rtx := txnOf(t, r, "refund")
+	if r.Status != 200 || r.Str("status") != "settled" || r.Num("refunded_amount") != 0 || rtx["status"] != "fail" ||
+		r.Str("transaction.decline.code") != acquirer.CodeDoNotHonour {
+		t.Fatalf("declined refund: %d %s", r.Status, r.Body)
+	}
+	c = rcv.waitCalls(notified+1, 10*time.Second)[notified]
+	var note map[string]any
+	json.Unmarshal(c.body, &note)
+	if !strings.Contains(string(c.body), rtx["id"].(string)) || note["refunded_amount"] != float64(0) {
+		t.Fatalf("notification of the declined refund: %s", c.body)
+	}
+	if r := m.Post(t, "refund", map[string]any{"order_id": id, "amount": 500}); r.Num("refunded_amount") != 500 {
+		t.Fatalf("refund after a declined one: %s", r.Body)
+	}
+
+	rows := reportRows(acq)
+	once(t, rows, rrn+" capture", 20000)
+	if len(rows) != 2 {
+		t.Fatalf("settlement report %v: want the capture of 20000 and the refund of 500", rows)
+	}
+	if recs := ledger(t, acq, rrn); recs["capture 05"] != 1 || recs["capture 00"] != 1 {
+		t.Fatalf("captures at the acquirer: %v", recs)
+	}
+}
