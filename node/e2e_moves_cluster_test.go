@@ -156,12 +156,14 @@ func TestDeposedLeaderStopsRepeatingMovements(t *testing.T) {
 }
 
 // An authorisation (0100) whose answers come after --acquirer-timeout
-// (acquirerd's latency above it) is declined 6.02 and reversed: acquirerd
-// approved it and then records its reversal. The late approvals, which
-// arrive at the node as unmatched answers, change nothing.
+// (acquirerd's latency above it, and above all the attempts together: a
+// late answer to one attempt that reaches a later one, same STAN and RRN,
+// is its answer) is declined 6.02 and reversed: acquirerd approved it and
+// then records its reversal. The late approvals, which arrive at the node
+// as unmatched answers, change nothing.
 func TestAuthorisationTimeoutIsReversedAndDeclined(t *testing.T) {
 	acq, n, m := startMoves(t)
-	acq.SetFaults(`{"latency_ms":1500}`)
+	acq.SetFaults(`{"latency_ms":8000}`)
 	id := newOrderID("late")
 	m.Post(t, "charge", chargeBody(id, acquirer.CardVisaApproved, 700, 24))
 	st := m.WaitStatus(t, id, "declined", 60*time.Second)
