@@ -3,6 +3,8 @@ package node_test
 import (
 	"bufio"
 	"encoding/json"
+	mathrand "math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -269,4 +271,109 @@ func TestDeclinedCaptureAndRefund(t *testing.T) {
 	if recs := ledger(t, acq, rrn); recs["capture 05"] != 1 || recs["capture 00"] != 1 {
 		t.Fatalf("captures at the acquirer: %v", recs)
 	}
+}
+
+// The property of actors' TestLedgersAgreeUnderRandomInterleavings, short,
+// with real processes: a seeded random run of charges, settles, voids and
+// refunds (partial, and declined by amount) against a gateway and
+// acquirerd, with dropped, duplicated and late answers, acquirerd killed
+// and restarted and the gateway SIGKILLed and restarted. Once everything
+// is answered the settlement report reconciles clean with the gateway's
+// ledger, and every order's settled and refunded amounts are the report's.
+func TestLedgersAgreeUnderRandomFaultsRealProcesses(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("MOVES_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (MOVES_SEED=%d repeats it)", seed, seed)
+	rng := mathrand.New(mathrand.NewPCG(seed, seed))
+	acq, n, m := startMoves(t)
+	var ids []string
+	amounts := map[string]int64{}
+	amount := func(most int64) int64 {
+		switch p := rng.IntN(10); {
+		case p < 3:
+			return most
+		case p < 5 && most >= acquirer.MoveDeclineAmount:
+			return acquirer.MoveDeclineAmount
+		default:
+			return 1 + rng.Int64N(most)
+		}
+	}
+	post := func(op string, body map[string]any) { m.TryPost(op, body) } // answers vary with the faults
+	for range 40 {
+		switch p := rng.IntN(100); {
+		case p < 25 || len(ids) == 0:
+			id := newOrderID("rnd")
+			ids = append(ids, id)
+			amounts[id] = 1000 + rng.Int64N(40_000)
+			post("charge", chargeBody(id, acquirer.CardVisaApproved, amounts[id], []int{0, 8760}[rng.IntN(2)]))
+		case p < 45:
+			id := ids[rng.IntN(len(ids))]
+			post("settle", map[string]any{"order_id": id, "amount": amount(amounts[id])})
+		case p < 55:
+			post("void", map[string]any{"order_id": ids[rng.IntN(len(ids))]})
+		case p < 70:
+			id := ids[rng.IntN(len(ids))]
+			post("refund", map[string]any{"order_id": id, "amount": amount(amounts[id] / 2)})
+		case p < 85:
+			acq.SetFaults([]string{`{}`, `{"drop_answers":1}`, `{"drop_answers":0.5}`, `{"duplicate_answers":1}`,
+				`{"latency_ms":800}`}[rng.IntN(5)])
+		case p < 92:
+			acq.Restart() // the faults go with the process
+		default:
+			n.Kill()
+			n.Restart()
+		}
+	}
+	acq.SetFaults(`{}`)
+
+	// Everything answered: no order processing, no transaction created.
+	deadline := time.Now().Add(90 * time.Second)
+	orders := map[string]*nodetest.Response{}
+	for _, id := range ids {
+		for {
+			st := postRetrying(t, m, "status", map[string]any{"order_id": id})
+			if st.Status == 404 || st.Status == 422 {
+				break // the charge never got through
+			}
+			if st.Str("status") != "processing" && !strings.Contains(string(st.Body), `"status":"created"`) {
+				orders[id] = st
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("seed %d: order %s not answered: %s", seed, id, st.Body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	var res reconcile.Result
+	if _, err := n.Admin("POST", "/admin/v1/reconcile", reportCSV(t, acq), &res); err != nil || !res.Clean() {
+		t.Fatalf("seed %d: reconcile: %+v %v", seed, res, err)
+	}
+	rows := reportRows(acq)
+	for id, st := range orders {
+		txns, _ := st.Get("transactions").(map[string]any)
+		var settled, refunded int64
+		first := ""
+		for _, v := range txns {
+			tx := v.(map[string]any)
+			rrn := acquirer.RRN(tx["id"].(string))
+			switch op := tx["operation"]; {
+			case op == "auth" || op == "sale":
+				first = rrn
+			case op == "refund" && tx["status"] == "success":
+				refunded += int64(tx["amount"].(float64))
+				once(t, rows, rrn+" refund", int64(tx["amount"].(float64)))
+			}
+		}
+		for _, r := range append(rows[first+" capture"], rows[first+" sale"]...) {
+			v, _ := strconv.ParseInt(strings.Fields(r)[0], 10, 64)
+			settled += v
+		}
+		if settled != st.Num("settled_amount") || refunded != st.Num("refunded_amount") {
+			t.Errorf("seed %d: order %s settled %d and refunded %d at the acquirer: %s", seed, id, settled, refunded, st.Body)
+		}
+	}
+	t.Logf("%d orders, %d matched", len(orders), res.Matched)
 }
