@@ -45,6 +45,54 @@ func metric(t *testing.T, n *nodetest.Node, sample string) float64 {
 	return 0
 }
 
+// waitMetric polls a node's sample until cond holds (30 s at most).
+func waitMetric(t *testing.T, n *nodetest.Node, sample string, cond func(float64) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for v := metric(t, n, sample); !cond(v); v = metric(t, n, sample) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s of %s: %v", sample, n.ID, v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// declinedUnanswered charges with acquirerd's faults set and waits for
+// the order declined 6.02, its authorisation (or sale) unanswered in time;
+// it returns the order id and the authorisation's RRN.
+func declinedUnanswered(t *testing.T, acq *nodetest.Acquirerd, m *nodetest.Merchant, faults string, amount int64, delay int) (string, string) {
+	t.Helper()
+	acq.SetFaults(faults)
+	id := newOrderID("unanswered")
+	m.Post(t, "charge", chargeBody(id, acquirer.CardVisaApproved, amount, delay))
+	st := m.WaitStatus(t, id, "declined", 60*time.Second)
+	if st.Str("decline.code") != "6.02" {
+		t.Fatalf("a charge without an answer in time (%s): %s", faults, st.Body)
+	}
+	op := "auth"
+	if delay == 0 {
+		op = "sale"
+	}
+	return id, acquirer.RRN(txnOf(t, st, op)["id"].(string))
+}
+
+// waitReversed polls acquirerd's ledger until it holds, for rrn, the
+// approved kind (auth or sale) and its reversal, once each.
+func waitReversed(t *testing.T, acq *nodetest.Acquirerd, rrn, kind string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		recs := ledger(t, acq, rrn)
+		if recs[kind+" 00"] == 1 && recs["reversal 00"] == 1 && len(recs) == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger records of %s: %v, want the approved %s and its reversal, once each", rrn, recs, kind)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // pendingMoves is how many movements a node is repeating.
 const pendingMoves = "gateway_acquirer_movements_pending"
 
@@ -138,13 +186,7 @@ func TestDeposedLeaderStopsRepeatingMovements(t *testing.T) {
 	leader.Pause()
 	next := c.WaitLeader(leader, 15*time.Second)
 	leader.Resume()
-	deadline := time.Now().Add(15 * time.Second)
-	for metric(t, leader, pendingMoves) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the deposed leader still repeats %v movements", metric(t, leader, pendingMoves))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitMetric(t, leader, pendingMoves, func(v float64) bool { return v == 0 })
 	sent := metric(t, leader, `gateway_acquirer_movements_sent_total{mti="0221"}`)
 	if metric(t, next, pendingMoves) != 1 {
 		t.Fatalf("the new leader repeats %v movements, want 1", metric(t, next, pendingMoves))
@@ -165,42 +207,15 @@ func TestDeposedLeaderStopsRepeatingMovements(t *testing.T) {
 // as unmatched answers, change nothing.
 func TestAuthorisationTimeoutIsReversedAndDeclined(t *testing.T) {
 	acq, n, m := startMoves(t)
-	acq.SetFaults(`{"latency_ms":8000}`)
-	id := newOrderID("late")
-	m.Post(t, "charge", chargeBody(id, acquirer.CardVisaApproved, 700, 24))
-	st := m.WaitStatus(t, id, "declined", 60*time.Second)
-	if st.Str("decline.code") != "6.02" {
-		t.Fatalf("authorisation without an answer in time: %s", st.Body)
-	}
-	rrn := acquirer.RRN(txnOf(t, st, "auth")["id"].(string))
+	id, rrn := declinedUnanswered(t, acq, m, `{"latency_ms":8000}`, 700, 24)
 	// The late approvals arrive (the node counts them unmatched) ...
-	deadline := time.Now().Add(30 * time.Second)
-	for metric(t, n, "gateway_acquirer_unmatched_answers_total") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no late answer reached the node")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitMetric(t, n, "gateway_acquirer_unmatched_answers_total", func(v float64) bool { return v > 0 })
 	// ... and the reversal, repeated until answered, is answered once
 	// the answers come in time again.
 	acq.SetFaults(`{}`)
-	for {
-		recs := ledger(t, acq, rrn)
-		if recs["auth 00"] == 1 && recs["reversal 00"] == 1 && len(recs) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ledger records of the late authorisation: %v, want the approval and its reversal", recs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for metric(t, n, pendingMoves) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the reversal is still repeated after its answer")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	st = m.Post(t, "status", map[string]any{"order_id": id})
+	waitReversed(t, acq, rrn, "auth")
+	waitMetric(t, n, pendingMoves, func(v float64) bool { return v == 0 })
+	st := m.Post(t, "status", map[string]any{"order_id": id})
 	if st.Str("status") != "declined" || st.Str("decline.code") != "6.02" || st.Get("moves") != nil {
 		t.Fatalf("after the late approval: %s", st.Body)
 	}
