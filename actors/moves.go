@@ -90,6 +90,12 @@ func (a *orderActor) sendMove(o *order.Order, txnID string) *order.Order {
 // the actor's term: a node that no longer leads stops sending, and the new
 // leader drives the movement from the log.
 func (a *orderActor) repeatMove(req acquirer.MoveRequest, txnID string) {
+	if a.term.Err() != nil {
+		// Spawned while the registry stopped its actors: this node does
+		// not lead. The movement waits in the log for a leader; this
+		// actor, awaiting nothing, retires and leaves it to a successor.
+		return
+	}
 	if a.moving == nil {
 		a.moving = map[string]bool{}
 	}
