@@ -389,7 +389,7 @@ func TestLedgersAgreeUnderRandomInterleavings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runs := 6
+	runs := 4
 	if testing.Short() || os.Getenv("MOVES_SEED") != "" {
 		runs = 1
 	}
