@@ -209,12 +209,13 @@ func TestDeposedLeaderStopsRepeatingAMovement(t *testing.T) {
 }
 
 // guardedReader is a node's store as its actors see it, which a restart
-// closes: a read after the close fails instead of reaching a closed
-// database, and the close waits for the reads under way.
+// closes: a read of the database after the close fails instead of reaching
+// a closed one, and the close waits for the reads under way. (What else
+// the actors read of the store, in memory, passes through.)
 type guardedReader struct {
 	mu     sync.RWMutex
 	closed bool
-	s      *persistence.Store
+	*persistence.Store
 }
 
 var errClosed = errors.New("store closed")
@@ -225,7 +226,7 @@ func (g *guardedReader) GetOrder(merchant, id string) (*order.Order, error) {
 	if g.closed {
 		return nil, errClosed
 	}
-	return g.s.GetOrder(merchant, id)
+	return g.Store.GetOrder(merchant, id)
 }
 
 func (g *guardedReader) CachedOrder(merchant, id string) *order.Order {
@@ -234,7 +235,7 @@ func (g *guardedReader) CachedOrder(merchant, id string) *order.Order {
 	if g.closed {
 		return nil
 	}
-	return g.s.CachedOrder(merchant, id)
+	return g.Store.CachedOrder(merchant, id)
 }
 
 func (g *guardedReader) Token(token string) (*persistence.TokenRecord, error) {
@@ -243,7 +244,7 @@ func (g *guardedReader) Token(token string) (*persistence.TokenRecord, error) {
 	if g.closed {
 		return nil, errClosed
 	}
-	return g.s.Token(token)
+	return g.Store.Token(token)
 }
 
 func (g *guardedReader) Card(cardID string) ([]byte, error) {
@@ -252,7 +253,7 @@ func (g *guardedReader) Card(cardID string) ([]byte, error) {
 	if g.closed {
 		return nil, errClosed
 	}
-	return g.s.Card(cardID)
+	return g.Store.Card(cardID)
 }
 
 func (g *guardedReader) Idempotency(merchant, key string) (*persistence.IdemRecord, error) {
@@ -261,7 +262,7 @@ func (g *guardedReader) Idempotency(merchant, key string) (*persistence.IdemReco
 	if g.closed {
 		return nil, errClosed
 	}
-	return g.s.Idempotency(merchant, key)
+	return g.Store.Idempotency(merchant, key)
 }
 
 func (g *guardedReader) PendingAuths() ([]persistence.OrderRef, error) {
@@ -270,7 +271,7 @@ func (g *guardedReader) PendingAuths() ([]persistence.OrderRef, error) {
 	if g.closed {
 		return nil, errClosed
 	}
-	return g.s.PendingAuths()
+	return g.Store.PendingAuths()
 }
 
 func (g *guardedReader) close() {
@@ -309,7 +310,7 @@ func startGateway(t *testing.T, dir string, v *vault.Vault, h *sandboxHost) *gat
 		t.Fatal(err)
 	}
 	acq, closeAcq := h.link(150 * time.Millisecond)
-	g := &gateway{t: t, store: store, reader: &guardedReader{s: store}, log: persistencetest.NewLog(store), closeAcq: closeAcq}
+	g := &gateway{t: t, store: store, reader: &guardedReader{Store: store}, log: persistencetest.NewLog(store), closeAcq: closeAcq}
 	g.deps = &Deps{
 		Proposer: g.log, Store: g.reader, Acquirer: acq, Vault: v, Logger: logger, Now: time.Now,
 		NewID: func() string {
