@@ -396,7 +396,7 @@ func (a *orderActor) startAuth(o *order.Order, card vault.Card, cvv, cryptogram,
 			Reference: o.Pending.TxnID, PAN: card.PAN, ExpMonth: card.ExpMonth, ExpYear: card.ExpYear,
 			HolderName: card.HolderName, CVV: cvv, Amount: o.Amount, Currency: o.Currency,
 			Descriptor: o.Descriptor, MerchantID: o.Merchant, Cryptogram: cryptogram, ECI: eci,
-			MID: o.ProcessingMID, AcquirerAddr: acquirerAddr(a.deps.Store, o), Sale: o.SettleDelayHours == 0,
+			MID: o.ProcessingMID, AcquirerAddr: AcquirerAddr(a.deps.Store, o), Sale: o.SettleDelayHours == 0,
 		},
 		answer: authAnswer{txnID: o.Pending.TxnID, issueToken: o.Source.Type == "card", settleDelayHours: o.SettleDelayHours},
 	}

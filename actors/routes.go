@@ -46,9 +46,10 @@ func checkRoute(mids MIDs, merchant string, d *order.CreateData) *order.Rejectio
 	return nil
 }
 
-// acquirerAddr is the host of o's acquirer messages: its MID's, or "" for
-// the node's default acquirer.
-func acquirerAddr(mids MIDs, o *order.Order) string {
+// AcquirerAddr is the host of o's acquirer messages: its MID's, or "" for
+// the node's default acquirer. Reconciliation reads it too, to compare one
+// host's settlement report with that host's orders only.
+func AcquirerAddr(mids MIDs, o *order.Order) string {
 	if o.ProcessingMID == "" {
 		return ""
 	}

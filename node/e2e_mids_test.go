@@ -9,6 +9,7 @@ import (
 
 	"github.com/paygate/gateway/node/nodetest"
 	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/acquirer/reconcile"
 )
 
 // Processing MIDs and routing (contract 12, docs/acquirer.md "MIDs").
@@ -209,6 +210,20 @@ func TestMIDsRouteToTheirAcquirers(t *testing.T) {
 		if fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(want[name])) {
 			t.Errorf("%s's settlement report: %v, want %v", name, got, want[name])
 		}
+	}
+	// Each host's report reconciles clean against the orders routed to it;
+	// against every order, the other hosts' movements are missing from it.
+	for name, q := range map[string]string{"MIDA host": hostA.Listen, "MIDB host": hostB.Listen, "default": "default"} {
+		var res reconcile.Result
+		if _, err := n.Admin("POST", "/admin/v1/reconcile?acquirer_addr="+q, reportCSV(t, hosts[name]), &res); err != nil ||
+			!res.Clean() || res.Matched != len(want[name]) {
+			t.Errorf("reconcile %s's report against its orders: %+v %v", name, res, err)
+		}
+	}
+	var all reconcile.Result
+	if _, err := n.Admin("POST", "/admin/v1/reconcile", reportCSV(t, hostA), &all); err != nil || all.Clean() ||
+		all.Matched != 2 || len(all.MissingAtAcquirer) != 3 {
+		t.Errorf("reconcile MIDA's report against every order: %+v %v", all, err)
 	}
 	// The void's reversal went to MIDB's host: its ledger has it, no other.
 	voidRRN := acquirer.RRN(txnOf(t, m.Post(t, "status", map[string]any{"order_id": voided}), "auth")["id"].(string))
