@@ -245,3 +245,46 @@ func sorted(s []string) []string {
 	}
 	return out
 }
+
+// A three-node cluster whose leader is killed with captures of a MID's
+// orders pending (recorded, sent, answers dropped): the new leader sends
+// them again to that MID's host, not to its default acquirer, and each
+// completes once there.
+func TestMIDMovementsResumeOnTheirHostUnderANewLeader(t *testing.T) {
+	def, hostA := nodetest.StartAcquirerd(t), nodetest.StartAcquirerd(t)
+	c := nodetest.StartCluster(t, 3, "--acquirer-addr", def.Listen, "--acquirer-timeout", "500ms")
+	leader := c.WaitLeader(nil, 30*time.Second)
+	m := leader.CreateMerchant(t, 10000)
+	registerMID(t, leader, "MIDA", m.ID, hostA.Listen, "USD")
+	ids, rrns := make([]string, 4), make([]string, 4)
+	for i := range ids {
+		ids[i] = newOrderID("midha")
+		body := chargeBody(ids[i], acquirer.CardVisaApproved, int64(500+i), 8760)
+		body["processing_mid"] = "MIDA"
+		m.Post(t, "charge", body)
+		rrns[i] = acquirer.RRN(txnOf(t, m.WaitStatus(t, ids[i], "authorized", 20*time.Second), "auth")["id"].(string))
+	}
+	hostA.SetFaults(`{"drop_answers":1}`)
+	for _, id := range ids {
+		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Str("status") != "authorized" {
+			t.Fatalf("settle without an answer: %s", s.Body)
+		}
+	}
+	leader.Kill()
+	hostA.SetFaults(`{}`)
+	next := c.WaitLeader(leader, 30*time.Second)
+	mm := m.At(next)
+	for _, id := range ids {
+		mm.WaitStatus(t, id, "settled", 30*time.Second)
+	}
+	rows := reportRows(hostA)
+	for i, rrn := range rrns {
+		once(t, rows, rrn+" capture", int64(500+i))
+	}
+	if len(rows) != len(ids) {
+		t.Fatalf("MIDA's host's report: %v", rows)
+	}
+	if d := reportRows(def); len(d) != 0 {
+		t.Fatalf("the default acquirer's report: %v", d)
+	}
+}
