@@ -264,12 +264,7 @@ func TestMIDMovementsResumeOnTheirHostUnderANewLeader(t *testing.T) {
 		m.Post(t, "charge", body)
 		rrns[i] = acquirer.RRN(txnOf(t, m.WaitStatus(t, ids[i], "authorized", 20*time.Second), "auth")["id"].(string))
 	}
-	hostA.SetFaults(`{"drop_answers":1}`)
-	for _, id := range ids {
-		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Str("status") != "authorized" {
-			t.Fatalf("settle without an answer: %s", s.Body)
-		}
-	}
+	settleUnanswered(t, hostA, m, ids)
 	leader.Kill()
 	hostA.SetFaults(`{}`)
 	next := c.WaitLeader(leader, 30*time.Second)
