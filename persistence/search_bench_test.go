@@ -129,9 +129,10 @@ func searchSizes(b *testing.B, sizes []int, stores []*Store) {
 	}
 	const base = int64(1_700_000_000_000_000_000)
 	rng := rand.New(rand.NewPCG(3, 4))
-	query := func(n int) SearchFilter {
+	kinds := []string{"email", "merchant-window", "window"}
+	query := func(n, kind int) SearchFilter {
 		at := base + int64(rng.IntN(n-200))*int64(time.Millisecond)
-		switch rng.IntN(3) {
+		switch kind {
 		case 0:
 			return SearchFilter{Email: fmt.Sprintf("c%d@example.com", rng.IntN(n/20))}
 		case 1:
@@ -140,15 +141,22 @@ func searchSizes(b *testing.B, sizes []int, stores []*Store) {
 		return SearchFilter{CreatedFrom: at, CreatedTo: at + 20*int64(time.Millisecond)}
 	}
 	took := make([][]time.Duration, len(sizes))
+	byKind := make([][][]time.Duration, len(sizes)) // [size][kind]
+	for k := range byKind {
+		byKind[k] = make([][]time.Duration, len(kinds))
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		k := i % len(sizes)
-		f := query(sizes[k])
+		kind := i / len(sizes) % len(kinds)
+		f := query(sizes[k], kind)
 		f.Limit = 100
 		start := time.Now()
 		page, err := stores[k].SearchOrders(f)
-		took[k] = append(took[k], time.Since(start))
+		d := time.Since(start)
+		took[k] = append(took[k], d)
+		byKind[k][kind] = append(byKind[k][kind], d)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -163,6 +171,11 @@ func searchSizes(b *testing.B, sizes []int, stores []*Store) {
 		b.ReportMetric(float64(took[k][len(took[k])/2]), fmt.Sprintf("p50-ns-%d", n))
 		p99 = append(p99, float64(took[k][len(took[k])*99/100]))
 		b.ReportMetric(p99[k], fmt.Sprintf("p99-ns-%d", n))
+		for kind, name := range kinds {
+			t := byKind[k][kind]
+			slices.Sort(t)
+			b.ReportMetric(float64(t[len(t)/2]), fmt.Sprintf("p50-ns-%s-%d", name, n))
+		}
 	}
 	if len(p99) == 2 {
 		b.ReportMetric(p99[1]/p99[0], "p99-ratio")
