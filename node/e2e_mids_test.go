@@ -3,6 +3,7 @@ package node_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -234,17 +235,7 @@ func TestMIDsRouteToTheirAcquirers(t *testing.T) {
 	}
 }
 
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
-}
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
 
 // A three-node cluster whose leader is killed with captures of a MID's
 // orders pending (recorded, sent, answers dropped): the new leader sends
