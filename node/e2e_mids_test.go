@@ -124,7 +124,8 @@ func TestMIDsAdminAPI(t *testing.T) {
 // A merchant with two MIDs on two acquirer hosts: each order's
 // authorisation and every later movement (settle, automatic settle, void,
 // refund) reach its MID's host, with the MID in field 42; an order outside
-// the merchant's MIDs or currencies is refused and leaves nothing; a
+// the merchant's MIDs or currencies (a charge, a hosted form) is refused
+// and leaves nothing; a
 // merchant without MIDs keeps the node's default acquirer, whatever
 // processing_mid it names.
 func TestMIDsRouteToTheirAcquirers(t *testing.T) {
@@ -154,10 +155,20 @@ func TestMIDsRouteToTheirAcquirers(t *testing.T) {
 	} {
 		id, r := charge(m, tc.mid, tc.cur, 100, 8760)
 		expectError(t, r, 422, tc.code, tc.attr)
-		if st := m.Post(t, "status", map[string]any{"order_id": id}); st.Status != 404 {
-			t.Fatalf("after a refused %s/%s charge: %d %s", tc.mid, tc.cur, st.Status, st.Body)
+		form := newOrderID("midform")
+		body := initBody(form, 100, tc.cur)
+		body["processing_mid"] = tc.mid
+		expectError(t, m.Post(t, "init-payment", body), 422, tc.code, tc.attr)
+		for _, o := range []string{id, form} {
+			if st := m.Post(t, "status", map[string]any{"order_id": o}); st.Status != 404 {
+				t.Fatalf("after a refused %s/%s payment: %d %s", tc.mid, tc.cur, st.Status, st.Body)
+			}
 		}
 	}
+	form := newOrderID("midform")
+	body := initBody(form, 100, "EUR")
+	body["processing_mid"] = "MIDB"
+	initForm(t, m, body) // a registered MID and currency: the form is made
 
 	// MIDA: an authorisation settled by hand, one settled automatically.
 	settled, _ := charge(m, "MIDA", "USD", 1000, 8760)
