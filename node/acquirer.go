@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -19,14 +20,16 @@ import (
 // socket: above the connection everything is the same (frames, codec,
 // STAN matching, timeouts, the host's decisions and ledger), and the
 // kernel's share of each message is gone (docs/acquirer.md, "What the
-// link costs").
-func (n *Node) startAcquirer(cfg Config, logger *slog.Logger) (*link.Acquirer, error) {
-	lc := link.Config{Addr: cfg.AcquirerAddr, Timeout: cfg.AcquirerTimeout, Logger: logger.With("component", "acquirer-link")}
-	var err error
-	if lc.TLS, err = acquirerTLS(cfg, logger); err != nil {
+// link costs"). The acquirer it returns routes an order whose MID is
+// registered with another host to that host, over a link of its own
+// (link.Router).
+func (n *Node) startAcquirer(cfg Config, logger *slog.Logger) (*link.Router, error) {
+	tlsCfg, err := acquirerTLS(cfg, logger)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.AcquirerAddr == "" {
+	addr := cfg.AcquirerAddr
+	if addr == "" {
 		h, err := host.Open(host.Config{DataDir: filepath.Join(cfg.DataDir, "acquirer"),
 			Logger: logger.With("component", "acquirer-host"), CaptureUnknownOriginals: true})
 		if err != nil {
@@ -34,24 +37,43 @@ func (n *Node) startAcquirer(cfg Config, logger *slog.Logger) (*link.Acquirer, e
 		}
 		h.SetFaults(host.Faults{LatencyMS: cfg.AcquirerLatency.Milliseconds()})
 		n.acquirerHost = h
-		lc.Addr = inProcessAcquirer
-		lc.Dial = func(context.Context, string) (net.Conn, error) {
-			client, server := link.Pipe()
-			go h.ServeConn(server)
-			return client, nil
-		}
-		logger.Info("sandbox acquirer host in-process", "addr", lc.Addr)
+		addr = inProcessAcquirer
+		logger.Info("sandbox acquirer host in-process", "addr", addr)
 	}
-	n.acquirerLink = link.Dial(lc)
-	return link.NewAcquirer(n.acquirerLink), nil
+	// Every link, the default's and those of the hosts MIDs are registered
+	// with (dialled on first use by the router), is made here, with the
+	// node's one TLS configuration (the server name comes from each address).
+	dial := func(addr string) *link.Client {
+		lc := link.Config{Addr: addr, Timeout: cfg.AcquirerTimeout, TLS: tlsCfg,
+			Logger: logger.With("component", "acquirer-link", "acquirer_addr", addr)}
+		switch {
+		case addr == inProcessAcquirer && n.acquirerHost != nil:
+			lc.TLS = nil
+			lc.Dial = func(context.Context, string) (net.Conn, error) {
+				client, server := link.Pipe()
+				go n.acquirerHost.ServeConn(server)
+				return client, nil
+			}
+		case tlsCfg == nil && !cfg.InsecureAcquirerLink && !loopbackAddr(addr):
+			// A MID's host off this machine on a node without TLS: never
+			// send it card numbers in clear (its authorisations decline).
+			lc.Dial = func(context.Context, string) (net.Conn, error) {
+				return nil, fmt.Errorf("refusing plain TCP to %s, which is not on this machine: give the node --acquirer-ca-file (or --insecure-acquirer-link)", addr)
+			}
+		}
+		return link.Dial(lc)
+	}
+	n.acquirerLink = dial(addr)
+	n.acquirers = link.NewRouter(link.NewAcquirer(n.acquirerLink), addr, dial)
+	return n.acquirers, nil
 }
 
 // inProcessAcquirer is the in-process host's address in logs.
 const inProcessAcquirer = "in-process"
 
-// acquirerTLS is the TLS of the link to --acquirer-addr (nil: plain TCP,
-// which Config.Validate allows to a loopback address, or to any with
-// --insecure-acquirer-link, said at every start).
+// acquirerTLS is the TLS of the links to acquirer hosts (nil: plain TCP,
+// which Config.Validate allows to a loopback --acquirer-addr, or to any
+// with --insecure-acquirer-link, said at every start).
 func acquirerTLS(cfg Config, logger *slog.Logger) (*tls.Config, error) {
 	if cfg.AcquirerCAFile != "" {
 		return link.ClientTLS(cfg.AcquirerCAFile, cfg.AcquirerCertFile, cfg.AcquirerKeyFile)
@@ -66,6 +88,9 @@ func acquirerTLS(cfg Config, logger *slog.Logger) (*tls.Config, error) {
 // closeAcquirer ends the link and the in-process host, after the actors
 // that use them.
 func (n *Node) closeAcquirer() {
+	if n.acquirers != nil {
+		n.acquirers.Close()
+	}
 	if n.acquirerLink != nil {
 		n.acquirerLink.Close()
 	}

@@ -37,7 +37,9 @@ type Result struct {
 	// replaying the log after the previous vault key was dropped could not
 	// open them as first written, and reads them again from these.
 	Resealed []*command.Merchant
-	Err      error
+	// MID is the MID record a registration wrote (or found the same).
+	MID *command.MID
+	Err error
 }
 
 // Batch is one Pebble batch: the effects of one Raft batch, applied by the
@@ -66,6 +68,9 @@ type Batch struct {
 	encBuf []byte
 	// timed is what this batch added to the schedules (timed.go).
 	timed timedAdds
+	// mids are the MIDs this batch registered, for the index once
+	// committed (mids.go).
+	mids []*command.MID
 }
 
 // Get reads through the batch: its own writes, then the store.
@@ -171,6 +176,7 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 		checkpointed()
 	}
 	b.s.pending.committed(b.pendingChanges, appliedIndex)
+	b.s.midsCommitted(b.mids)
 	b.s.fsm.committed(b)
 	return nil
 }
@@ -270,6 +276,8 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyJoinToken(c.JoinToken)
 	case c.RequestHashKey != nil:
 		return b.applyRequestHashKey(c.RequestHashKey)
+	case c.MID != nil:
+		return b.applyMID(c.MID)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }

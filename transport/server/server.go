@@ -582,6 +582,8 @@ func rejectionCode(k order.RejectKind) apierr.Code {
 		return apierr.CVVInvalid
 	case order.RejectTokenInvalid:
 		return apierr.TokenInvalid
+	case order.RejectCurrency:
+		return apierr.CurrencyInvalid
 	}
 	return apierr.IllegalStatus
 }
