@@ -48,6 +48,7 @@ func entrySamples() map[string]Cmd {
 		"MID": {MID: &MID{MID: "MID0001", MerchantID: "m1", AcquirerAddr: "10.0.0.5:8583",
 			Currencies: []string{"EUR", "USD"}, RegisteredAt: 15}},
 		"JoinToken": {JoinToken: &JoinToken{ID: "0123456789abcdef", SecretHash: "ab12", CreatedAt: 13, ExpiresAt: 14}},
+		"RequestHashKey": {RequestHashKey: &RequestHashKey{SealedKey: []byte("sealed-hash-key")}},
 	}
 }
 
