@@ -20,11 +20,12 @@ import (
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/signature"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // Outbox is what webhook delivery reads from the store (persistence.Store).
 type Outbox interface {
-	DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*persistence.Notification, error)
+	DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*outbox.Notification, error)
 	NextNotificationDueAfter(t int64) (int64, error)
 	PendingNotificationCount() (int, error)
 }
@@ -109,7 +110,7 @@ type Dispatcher struct {
 	running bool
 	// fresh are notifications just committed, offered by the FSM: due now,
 	// handed out without scanning the outbox.
-	fresh []*persistence.Notification
+	fresh []*outbox.Notification
 	// retryAt is the earliest retry known to be due later (Unix ns; 0:
 	// none): the next scan is timed for it.
 	retryAt int64
@@ -271,7 +272,7 @@ const freshLimit = 10_000
 // backlog a scan walks the whole queue, and scanning on every commit cost
 // more than the deliveries. It runs on the FSM goroutine and never blocks;
 // on a follower (not running) it does nothing, the outbox has them.
-func (w *Dispatcher) Offer(created []*persistence.Notification) {
+func (w *Dispatcher) Offer(created []*outbox.Notification) {
 	w.mu.Lock()
 	if !w.running || len(w.fresh) >= freshLimit {
 		w.mu.Unlock()
@@ -406,7 +407,7 @@ func (w *Dispatcher) dispatchFresh() {
 		if _, attempted := w.done[n.ID]; attempted || w.busy(n.ID, now, now) {
 			continue
 		}
-		ep := persistence.Endpoint(n.URL)
+		ep := outbox.Endpoint(n.URL)
 		// Older notifications may wait in the outbox: this one waits there
 		// too, behind them, for the scans.
 		if _, spilled := w.spilled[ep]; spilled || w.behind || !w.hasRoom(n.ID, ep) {
@@ -514,7 +515,7 @@ func (w *Dispatcher) dispatchDue() {
 		if w.busy(n.ID, now, scanStart) {
 			continue
 		}
-		ep := persistence.Endpoint(n.URL)
+		ep := outbox.Endpoint(n.URL)
 		if blocked[ep] || !w.hasRoom(n.ID, ep) {
 			blocked[ep], full[ep] = true, true
 			continue
@@ -567,13 +568,13 @@ func (w *Dispatcher) hasRoom(id, ep string) bool {
 
 // toEndpoint is a notification handed to the supervisor for endpoint.
 type toEndpoint struct {
-	n        *persistence.Notification
+	n        *outbox.Notification
 	endpoint string
 }
 
 // handOut gives n to the tree for endpoint ep, handed out by the scan page
 // (0: offered). Call with w.mu held.
-func (w *Dispatcher) handOut(n *persistence.Notification, ep string, now time.Time, page uint64) {
+func (w *Dispatcher) handOut(n *outbox.Notification, ep string, now time.Time, page uint64) {
 	h := w.inflight[n.ID]
 	if h == nil || !h.held {
 		h = &handout{endpoint: ep, held: true, page: page}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/signature"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 var testWebhookKey = signature.NewKey("whpk", "whsk")
@@ -105,16 +105,16 @@ func TestWebhooksRetryThenFail(t *testing.T) {
 // good and checks its attempts kept the retry offsets from the first one.
 func expectFailedOnOffsets(t *testing.T, f *fixture, orderID string, delays []time.Duration) {
 	t.Helper()
-	var list []*persistence.Notification
+	var list []*outbox.Notification
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		list, _ = f.store.Notifications("m1", orderID, 10)
-		if len(list) == 1 && list[0].State == persistence.NotifyFailed {
+		if len(list) == 1 && list[0].State == outbox.Failed {
 			break
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	if len(list) != 1 || list[0].State != persistence.NotifyFailed || len(list[0].Attempts) != len(delays)+1 {
+	if len(list) != 1 || list[0].State != outbox.Failed || len(list[0].Attempts) != len(delays)+1 {
 		t.Fatalf("want failed after %d attempts: %+v", len(delays)+1, list)
 	}
 	a := list[0].Attempts
@@ -141,7 +141,7 @@ func waitRunning(t *testing.T, w *Dispatcher) {
 
 // waitNotifications waits for the order's notifications to be committed
 // (the authorisation's outcome notifies, after the create returned).
-func waitNotifications(t *testing.T, f *fixture, orderID string) []*persistence.Notification {
+func waitNotifications(t *testing.T, f *fixture, orderID string) []*outbox.Notification {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		if list, _ := f.store.Notifications("m1", orderID, 10); len(list) > 0 {
@@ -176,7 +176,7 @@ func TestWebhookDeliveryActorCrashIsRestarted(t *testing.T) {
 	createWithCallback(t, f, "crash")
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if list, _ := f.store.Notifications("m1", "crash", 10); len(list) == 1 && list[0].State == persistence.NotifyDelivered {
+		if list, _ := f.store.Notifications("m1", "crash", 10); len(list) == 1 && list[0].State == outbox.Delivered {
 			if counts := log.snapshot(); len(counts) != 1 {
 				t.Fatalf("attempts after the crash: %v", counts)
 			}
@@ -212,7 +212,7 @@ func TestWebhooksDeliverOfferedWithoutScan(t *testing.T) {
 	waitRunning(t, w)
 	time.Sleep(20 * time.Millisecond) // past the start-up scan
 	const orders = 40
-	var offered []*persistence.Notification
+	var offered []*outbox.Notification
 	for i := range orders {
 		id := fmt.Sprintf("offered%d", i)
 		createWithCallback(t, f, id)
@@ -485,7 +485,7 @@ func TestWebhooksWorkThroughABacklog(t *testing.T) {
 func TestNextAttemptAtKeepsShortGaps(t *testing.T) {
 	delays := []time.Duration{10 * time.Minute, 12 * time.Minute, 14 * time.Minute}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := &persistence.Notification{FirstAttemptAt: t0.UnixNano()}
+	n := &outbox.Notification{FirstAttemptAt: t0.UnixNano()}
 	var due []time.Duration
 	for at := t0; ; {
 		next := NextAttemptAt(n, at, delays)
@@ -502,7 +502,7 @@ func TestNextAttemptAtKeepsShortGaps(t *testing.T) {
 
 	// The 10 min attempt made at 30 min: the 12 min offset has passed, so
 	// the next is the schedule's 2 min gap after it, not at once.
-	n = &persistence.Notification{FirstAttemptAt: t0.UnixNano(), Attempts: []command.AttemptRecord{{At: t0.UnixNano()}}}
+	n = &outbox.Notification{FirstAttemptAt: t0.UnixNano(), Attempts: []command.AttemptRecord{{At: t0.UnixNano()}}}
 	if got := time.Unix(0, NextAttemptAt(n, t0.Add(30*time.Minute), delays)).Sub(t0); got != 32*time.Minute {
 		t.Errorf("after a late attempt at 30 min: next at %s, want 32m0s", got)
 	}
@@ -515,7 +515,7 @@ func TestNextAttemptAtAfterAnOutage(t *testing.T) {
 	delays := []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,
 		8 * time.Hour, 16 * time.Hour, 24 * time.Hour}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := &persistence.Notification{FirstAttemptAt: t0.UnixNano()}
+	n := &outbox.Notification{FirstAttemptAt: t0.UnixNano()}
 	attempt := func(at time.Time) time.Time {
 		next := NextAttemptAt(n, at, delays)
 		n.Attempts = append(n.Attempts, command.AttemptRecord{At: at.UnixNano()})

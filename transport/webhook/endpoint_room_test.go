@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/transport/signature"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // hangingEndpoint answers every endpoint at once except hang.test, which
@@ -168,7 +168,7 @@ func expectDueOrder(t *testing.T, f *fixture, got []string, prefix string, n int
 func waitDelivered(t *testing.T, f *fixture, orderID string, within time.Duration) {
 	t.Helper()
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if list, _ := f.store.Notifications("m1", orderID, 10); len(list) == 1 && list[0].State == persistence.NotifyDelivered {
+		if list, _ := f.store.Notifications("m1", orderID, 10); len(list) == 1 && list[0].State == outbox.Delivered {
 			return
 		}
 	}
