@@ -77,6 +77,14 @@ type DispatcherConfig struct {
 	// hosts come and go with merchants and their shops, and an actor kept
 	// for each one would grow with them for as long as this node leads.
 	EndpointIdle time.Duration
+
+	// trace, when set (tests only), hears the actor tree's steps as they
+	// happen: "queued" (an endpoint actor took notification id, and has
+	// started what it could), "started" (a delivery of id began),
+	// "restarting" (an endpoint actor is restarting), "swept" (the
+	// supervisor asked the idle endpoints whether to retire). Tests wait on
+	// these events instead of sleeping.
+	trace func(event, id string)
 }
 
 // Dispatcher is the leader's notification delivery: a dispatcher over the
@@ -153,6 +161,9 @@ type Dispatcher struct {
 	done map[string]time.Time
 	// endpoints counts the live endpoint actors.
 	endpoints atomic.Int64
+	// scans counts the scans of the outbox that have ended: a test proves
+	// that nothing more is handed out by waiting for further scans.
+	scans atomic.Uint64
 
 	m webhookMetrics
 }
@@ -464,6 +475,7 @@ func (w *Dispatcher) dispatchDue() {
 	w.mu.Unlock()
 	scanStart := time.Now()
 	now := w.cfg.Now()
+	defer w.scans.Add(1) // last: the scan and its bookkeeping are over
 	defer func() {
 		next, err := w.cfg.Store.NextNotificationDueAfter(now.UnixNano())
 		if err != nil || next == 0 {

@@ -71,6 +71,7 @@ func (s *webhookSupervisor) Receive(ctx actor.Context) {
 				ctx.Send(ref.pid, retireIfIdle{key: key, routed: ref.routed})
 			}
 		}
+		s.w.traceEvent("swept", "")
 	case endpointIdle:
 		// Notifications reach an endpoint actor only from here, in order:
 		// if none was routed since the question, none is waiting in its
@@ -144,6 +145,7 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 		e.held[m.ID] = true
 		e.queue = append(e.queue, m)
 		e.fill(ctx)
+		e.w.traceEvent("queued", m.ID)
 	case attemptSent:
 		e.requestEnded(m.id)
 		e.fill(ctx)
@@ -181,6 +183,7 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 		// them in its mailbox. Running children are stopped by the restart
 		// and release theirs.
 		e.ending = true
+		e.w.traceEvent("restarting", e.key)
 		for _, n := range e.queue {
 			ctx.Send(ctx.Parent(), toEndpoint{n: n, endpoint: e.key})
 		}
@@ -220,6 +223,7 @@ func (e *endpointActor) fill(ctx actor.Context) {
 		e.leased[pid.Id] = n.ID
 		e.inFlight[pid.Id] = o
 		e.busyOrders[o] = true
+		e.w.traceEvent("started", n.ID)
 	}
 	clear(e.queue[len(kept):]) // drop the started ones' pointers
 	e.queue = kept
@@ -361,4 +365,11 @@ func attemptResult(a Attempt) attemptKind {
 		return attemptBadAnswer
 	}
 	return attemptOther
+}
+
+// traceEvent tells cfg.trace (tests only) of a step of the actor tree.
+func (w *Dispatcher) traceEvent(event, id string) {
+	if w.cfg.trace != nil {
+		w.cfg.trace(event, id)
+	}
 }
