@@ -235,7 +235,9 @@ func TestWebhooksOfferedWaitBehindAFullEndpoint(t *testing.T) {
 	}
 	// Every offer taken (handed out or left in the outbox), the endpoint full.
 	waitUntil(t, func() bool { return offersTaken(w) && queuedAt(w, "http://hang.test") == room },
-		func() string { return fmt.Sprintf("the endpoint holds %d, want %d", queuedAt(w, "http://hang.test"), room) })
+		func() string {
+			return fmt.Sprintf("the endpoint holds %d, want %d", queuedAt(w, "http://hang.test"), room)
+		})
 	if p := peak(); p != room {
 		t.Fatalf("the hanging endpoint held %d notifications at most, want %d", p, room)
 	}
@@ -287,7 +289,9 @@ func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 	peak := watchPeak(t, func() int { return queuedAt(w, "http://hang.test") })
 	// Past an attempt's lease the new leadership takes them over.
 	waitUntil(t, func() bool { return queuedAt(w, "http://hang.test") == room },
-		func() string { return fmt.Sprintf("the new leadership holds %d, want %d", queuedAt(w, "http://hang.test"), room) })
+		func() string {
+			return fmt.Sprintf("the new leadership holds %d, want %d", queuedAt(w, "http://hang.test"), room)
+		})
 	rx.answer()
 	for i := range orders {
 		waitDelivered(t, f, fmt.Sprintf("lead%03d", i), 10*time.Second)
