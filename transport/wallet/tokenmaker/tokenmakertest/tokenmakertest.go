@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/paygate/gateway/transport/wallet"
 	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
@@ -80,6 +81,39 @@ func (d Decoder[C, T]) Fixture(t testing.TB) (*tokenmaker.DevSet, C) {
 	t.Helper()
 	ds := DevSet(t)
 	return ds, d.ConfigOf(t, ds)
+}
+
+// KnownAnswers decrypts each committed token under cfg and checks that it
+// gives the payment wanted (its times compared as instants); also, when
+// set, checks what else a wallet knows of its fixtures.
+func (d Decoder[C, T]) KnownAnswers(t *testing.T, cfg C, cases []KnownAnswer, also func(t *testing.T, tok T)) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.File, func(t *testing.T) {
+			tok := d.ReadToken(t, c.File)
+			p, err := d.Decrypt(cfg, tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := *p
+			for _, tm := range []struct {
+				name string
+				got  *time.Time
+				want time.Time
+			}{{"signing time", &got.SigningTime, c.Want.SigningTime}, {"message expiration", &got.MessageExpiration, c.Want.MessageExpiration}} {
+				if !tm.got.Equal(tm.want) {
+					t.Errorf("%s %s, want %s", tm.name, *tm.got, tm.want)
+				}
+				*tm.got = tm.want
+			}
+			if got != c.Want {
+				t.Errorf("got  %#v\nwant %#v", got, c.Want)
+			}
+			if also != nil {
+				also(t, tok)
+			}
+		})
+	}
 }
 
 // Refuses checks that the token make returns, decrypted under the config
