@@ -231,16 +231,23 @@ func TestDuplicateAnswersMoveNothingTwice(t *testing.T) {
 // and their answers dropped.
 func TestKilledWithCapturesPending(t *testing.T) {
 	for _, c := range []struct {
-		name          string
-		orders        int
-		amount        int64 // of the first order; the next ones 1 more each
-		before, after func(acq *nodetest.Acquirerd, n *nodetest.Node)
+		name   string
+		orders int
+		amount int64 // of the first order; the next ones 1 more each
+		// pend settles the orders and leaves their captures pending;
+		// resume lets them complete.
+		pend   func(t *testing.T, acq *nodetest.Acquirerd, m *nodetest.Merchant, ids []string)
+		resume func(acq *nodetest.Acquirerd, n *nodetest.Node)
 	}{
-		{"acquirerd", 10, 100,
-			func(acq *nodetest.Acquirerd, _ *nodetest.Node) { acq.Kill() },
-			func(acq *nodetest.Acquirerd, _ *nodetest.Node) { acq.Restart() }},
-		{"gateway", 5, 200,
-			func(acq *nodetest.Acquirerd, _ *nodetest.Node) { acq.SetFaults(`{"drop_answers":1}`) },
+		{"acquirerd", 10, 100, func(t *testing.T, acq *nodetest.Acquirerd, m *nodetest.Merchant, ids []string) {
+			acq.Kill()
+			for _, id := range ids {
+				if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Status != 200 || s.Str("status") != "authorized" {
+					t.Fatalf("settle while the acquirer is away: %d %s", s.Status, s.Body)
+				}
+			}
+		}, func(acq *nodetest.Acquirerd, _ *nodetest.Node) { acq.Restart() }},
+		{"gateway", 5, 200, settleUnanswered,
 			func(acq *nodetest.Acquirerd, n *nodetest.Node) { n.Kill(); acq.SetFaults(`{}`); n.Restart() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -249,13 +256,8 @@ func TestKilledWithCapturesPending(t *testing.T) {
 			for i := range ids {
 				ids[i], rrns[i] = authorize(t, m, c.amount+int64(i))
 			}
-			c.before(acq, n)
-			for _, id := range ids {
-				if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Status != 200 || s.Str("status") != "authorized" {
-					t.Fatalf("settle without the acquirer's answer: %d %s", s.Status, s.Body)
-				}
-			}
-			c.after(acq, n)
+			c.pend(t, acq, m, ids)
+			c.resume(acq, n)
 			for _, id := range ids {
 				m.WaitStatus(t, id, "settled", 30*time.Second)
 			}
@@ -267,32 +269,27 @@ func TestKilledWithCapturesPending(t *testing.T) {
 	}
 }
 
+// settleUnanswered settles each order while acq drops its answers: each
+// settle answers with the order still authorized and its capture pending.
+func settleUnanswered(t *testing.T, acq *nodetest.Acquirerd, m *nodetest.Merchant, ids []string) {
+	t.Helper()
+	acq.SetFaults(`{"drop_answers":1}`)
+	for _, id := range ids {
+		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Str("status") != "authorized" {
+			t.Fatalf("settle without an answer: %s", s.Body)
+		}
+	}
+}
+
 // A sale whose answer never comes is declined 6.02 and reversed: the host
 // decided and recorded it, and the reversal (recorded once, answered once
 // the fault ends) takes it out of the report. A late approval changes
 // nothing.
 func TestUnansweredSaleIsReversedAndDeclined(t *testing.T) {
 	acq, _, m := startMoves(t)
-	acq.SetFaults(`{"drop_answers":1}`)
-	id := newOrderID("lost")
-	m.Post(t, "charge", chargeBody(id, acquirer.CardVisaApproved, 800, 0))
-	st := m.WaitStatus(t, id, "declined", 60*time.Second)
-	if st.Str("decline.code") != "6.02" {
-		t.Fatalf("unanswered sale: %s", st.Body)
-	}
-	rrn := acquirer.RRN(txnOf(t, st, "sale")["id"].(string))
+	id, rrn := declinedUnanswered(t, acq, m, `{"drop_answers":1}`, 800, 0)
 	acq.SetFaults(`{}`)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		recs := ledger(t, acq, rrn)
-		if recs["sale 00"] == 1 && recs["reversal 00"] == 1 && len(recs) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ledger records of the lost sale: %v, want the approved sale and its reversal, once each", recs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReversed(t, acq, rrn, "sale")
 	if rows := reportRows(acq); len(rows[rrn+" sale"]) != 0 {
 		t.Fatalf("a reversed sale in the settlement report: %v", rows)
 	}
