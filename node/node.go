@@ -48,7 +48,7 @@ type Node struct {
 	acquirerLink *link.Client
 	// acquirers routes each order's messages to its MID's host, over a
 	// link per host, or to acquirerLink (contract 12).
-	acquirers *link.Router
+	acquirers    *link.Router
 	acquirerHost *host.Host
 	webhooks     *webhook.Dispatcher
 	// hookClient delivers notifications; its idle connections to
