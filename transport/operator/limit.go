@@ -39,10 +39,14 @@ type Limiter struct {
 }
 
 // NewLimiter makes a Limiter with the limits above.
-func NewLimiter() *Limiter {
+func NewLimiter() *Limiter { return NewLimiterWith(EmailBurst, EmailInterval, IPBurst, IPInterval) }
+
+// NewLimiterWith makes a Limiter with other limits: bursts, and the time
+// one more attempt takes to come back.
+func NewLimiterWith(emailBurst int, emailEvery time.Duration, ipBurst int, ipEvery time.Duration) *Limiter {
 	return &Limiter{
-		emails: keyedBuckets{every: EmailInterval, burst: EmailBurst},
-		ips:    keyedBuckets{every: IPInterval, burst: IPBurst},
+		emails: keyedBuckets{every: emailEvery, burst: emailBurst},
+		ips:    keyedBuckets{every: ipEvery, burst: ipBurst},
 	}
 }
 
