@@ -407,6 +407,10 @@ func (n *Node) DevMerchant(ctx context.Context) (*server.Merchant, error) {
 // Addr is the HTTP listener's address.
 func (n *Node) Addr() string { return n.listener.Addr().String() }
 
+// Authenticator signs operators in and checks their sessions (the
+// dashboard's operator.Authenticator; transport/server/sessions.go).
+func (n *Node) Authenticator() *server.Auth { return n.server.Authenticator() }
+
 // Ready reports whether the node can serve writes.
 func (n *Node) Ready() bool { return n.raft.Ready() }
 

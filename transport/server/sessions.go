@@ -164,7 +164,7 @@ func (a *Auth) signInHere(email, password, sourceIP string, now time.Time) (stri
 	}
 	if err := record(signInOK); err != nil {
 		// No answer without its record: end the session just made.
-		a.endSession(rec.TokenHash)
+		a.endSession(rec.TokenHash, sourceIP)
 		return "", operator.Session{}, err
 	}
 	return token, operator.Session{Email: norm, Role: operator.Role(op.Role), CSRF: operator.CSRFToken(token),
@@ -203,12 +203,16 @@ func (a *Auth) Session(token string, now time.Time) (operator.Session, bool) {
 
 // SignOut implements operator.Authenticator: the session's record is
 // deleted on every replica (on the leader, or asked of it). Signing out a
-// token that has no session is not an error.
-func (a *Auth) SignOut(token string) error {
-	return a.endSession(operator.TokenHash(token))
+// token that has no session is not an error. Its audit record has no
+// source IP; SignOutFrom names one.
+func (a *Auth) SignOut(token string) error { return a.SignOutFrom(token, "") }
+
+// SignOutFrom is SignOut of a request from sourceIP (its audit record's).
+func (a *Auth) SignOutFrom(token, sourceIP string) error {
+	return a.endSession(operator.TokenHash(token), sourceIP)
 }
 
-func (a *Auth) endSession(hash string) error {
+func (a *Auth) endSession(hash, sourceIP string) error {
 	c := a.s.cfg.Cluster
 	if c == nil {
 		return errNoLeader
@@ -221,11 +225,11 @@ func (a *Auth) endSession(hash string) error {
 		}
 		if err == nil && rec != nil {
 			err = a.s.writeAudit(persistence.AuditRecord{Actor: rec.Email, Action: "sign-out",
-				Target: "operator:" + rec.Email, Result: signInOK})
+				Target: "operator:" + rec.Email, SourceIP: sourceIP, Result: signInOK})
 		}
 		return err
 	}
-	status, err := a.s.callLeader("/peer/v1/sign-out", signOutRequest{TokenHash: hash}, "", nil)
+	status, err := a.s.callLeader("/peer/v1/sign-out", signOutRequest{TokenHash: hash}, sourceIP, nil)
 	if err == nil && status != 200 {
 		err = fmt.Errorf("%w: the leader answered the sign-out with %d", errNoLeader, status)
 	}
@@ -266,7 +270,7 @@ func (s *Server) serveSessions(ctx *fasthttp.RequestCtx, route string) {
 			writeError(ctx, apierr.New(apierr.AdminAuth, "authorization", "session token missing, unknown or expired"))
 			return
 		}
-		if err := s.auth.SignOut(token); err != nil {
+		if err := s.auth.SignOutFrom(token, ctx.RemoteIP().String()); err != nil {
 			writeError(ctx, s.errorFor("sign out", err))
 			return
 		}
@@ -330,7 +334,7 @@ func (s *Server) peerSignOut(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "this node is not the leader"))
 		return
 	}
-	if err := s.auth.endSession(req.TokenHash); err != nil {
+	if err := s.auth.endSession(req.TokenHash, sourceIP(ctx)); err != nil {
 		writeError(ctx, s.errorFor("sign out", err))
 		return
 	}
