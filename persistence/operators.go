@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-json-experiment/json"
-
 	"github.com/paygate/gateway/persistence/command"
 )
 
@@ -93,20 +91,7 @@ func (s *Store) Operator(email string) (*command.Operator, error) {
 
 // Operators lists every operator, by email.
 func (s *Store) Operators() ([]command.Operator, error) {
-	var out []command.Operator
-	var derr error
-	err := s.scan([]byte(prefixOperator), prefixEnd(prefixOperator), func(_, v []byte) bool {
-		var op command.Operator
-		if derr = json.Unmarshal(v, &op); derr != nil {
-			return false
-		}
-		out = append(out, op)
-		return true
-	})
-	if err == nil {
-		err = derr
-	}
-	return out, err
+	return scanJSON[command.Operator](s, prefixOperator)
 }
 
 // Session returns the session of a token hash, or nil (never started, or

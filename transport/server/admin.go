@@ -77,11 +77,14 @@ func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, route string) {
 		return
 	}
 	if route == "merchants" {
-		if !ctx.IsPost() {
-			writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to create a merchant"))
-			return
+		switch {
+		case ctx.IsPost():
+			s.createMerchant(ctx)
+		case ctx.IsGet():
+			s.listMerchants(ctx) // operators.go
+		default:
+			writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to create a merchant, GET to list them"))
 		}
-		s.createMerchant(ctx)
 		return
 	}
 	if rest, ok := strings.CutPrefix(route, "merchants/"); ok {

@@ -158,3 +158,30 @@ func (s *Server) disableOperator(ctx *fasthttp.RequestCtx, email string) {
 	}
 	writeJSON(ctx, 200, operatorView(op))
 }
+
+// MerchantView is a merchant as GET /admin/v1/merchants lists it: the
+// public halves of its keys only (a secret is shown once, when made).
+type MerchantView struct {
+	ID               string `json:"id"`
+	Name             string `json:"name"`
+	RateLimitRPS     int    `json:"rate_limit_rps"`
+	APIPublicKey     string `json:"api_public_key"`
+	WebhookPublicKey string `json:"webhook_public_key"`
+	CreatedAt        string `json:"created_at"`
+}
+
+// listMerchants is GET /admin/v1/merchants: {"merchants":[…]} by id, from
+// this node's applied state.
+func (s *Server) listMerchants(ctx *fasthttp.RequestCtx) {
+	ms, err := s.cfg.Store.Merchants()
+	if err != nil {
+		writeError(ctx, s.errorFor("list merchants", err))
+		return
+	}
+	out := make([]MerchantView, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, MerchantView{ID: m.ID, Name: m.Name, RateLimitRPS: m.RateLimitRPS, APIPublicKey: m.APIPublicKey,
+			WebhookPublicKey: m.WebhookPublicKey, CreatedAt: time.Unix(0, m.CreatedAt).UTC().Format(time.RFC3339)})
+	}
+	writeJSON(ctx, 200, map[string]any{"merchants": out})
+}
