@@ -111,26 +111,16 @@ func merchantsCreateOrList(sub string, args []string, stdout, stderr io.Writer) 
 	} else {
 		data, err = c.do("GET", "/admin/v1/merchants", nil)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "gatewayctl %s: %v\n", name, err)
-		return 1
-	}
-	if *af.asJSON || sub == "create" {
-		// The credentials of a new merchant are shown whole, once: JSON
-		// is what a script stores them from.
-		printJSON(stdout, data)
-		return 0
-	}
-	var page struct {
-		Merchants []merchantRow `json:"merchants"`
-	}
-	if err := json.Unmarshal(data, &page); err != nil {
-		fmt.Fprintf(stderr, "gatewayctl %s: the answer: %v\n", name, err)
-		return 1
+	// The credentials of a new merchant are shown whole, once: JSON is
+	// what a script stores them from.
+	*af.asJSON = *af.asJSON || sub == "create"
+	rows, code, done := answerRows[merchantRow](af, name, data, err, "merchants", stdout, stderr)
+	if done {
+		return code
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tRATE LIMIT\tAPI PUBLIC KEY\tWEBHOOK PUBLIC KEY\tCREATED")
-	for _, m := range page.Merchants {
+	for _, m := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%d/s\t%s\t%s\t%s\n", m.ID, dash(m.Name), m.RateLimitRPS, m.APIPublicKey, m.WebhookPublicKey, m.CreatedAt)
 	}
 	tw.Flush()

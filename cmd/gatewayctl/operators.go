@@ -86,29 +86,9 @@ func operatorsCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	case "disable":
 		data, err = c.do("POST", "/admin/v1/operators/"+url.PathEscape(*email)+"/disable", nil)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "gatewayctl %s: %v\n", name, err)
-		return 1
-	}
-	var rows []operatorRow
-	if sub == "list" {
-		var page struct {
-			Operators []operatorRow `json:"operators"`
-		}
-		err = json.Unmarshal(data, &page)
-		rows = page.Operators
-	} else {
-		var one operatorRow
-		err = json.Unmarshal(data, &one)
-		rows = []operatorRow{one}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "gatewayctl %s: the answer: %v\n", name, err)
-		return 1
-	}
-	if *af.asJSON {
-		printJSON(stdout, data)
-		return 0
+	rows, code, done := answerRows[operatorRow](af, name, data, err, listKey(sub == "list", "operators"), stdout, stderr)
+	if done {
+		return code
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "EMAIL\tROLE\tCREATED\tDISABLED")
@@ -167,4 +147,41 @@ func printJSON(w io.Writer, data []byte) {
 		}
 	}
 	fmt.Fprintln(w, string(data))
+}
+
+// answerRows ends a command whose call failed (the error, exit 1) or that
+// prints the API's JSON (--json, exit 0): done. Else it decodes the answer
+// as table rows: the array under key of a listing, or (key "") the one
+// object another call answers.
+func answerRows[T any](f adminFlags, name string, data []byte, err error, key string, stdout, stderr io.Writer) (rows []T, code int, done bool) {
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "gatewayctl %s: %v\n", name, err)
+		return nil, 1, true
+	case *f.asJSON:
+		printJSON(stdout, data)
+		return nil, 0, true
+	case key == "":
+		var one T
+		err = json.Unmarshal(data, &one)
+		rows = []T{one}
+	default:
+		var page map[string][]T
+		err = json.Unmarshal(data, &page)
+		rows = page[key]
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gatewayctl %s: the answer: %v\n", name, err)
+		return nil, 1, true
+	}
+	return rows, 0, false
+}
+
+// listKey is the key of a listing's rows, or "" for another call's one
+// object.
+func listKey(list bool, key string) string {
+	if list {
+		return key
+	}
+	return ""
 }

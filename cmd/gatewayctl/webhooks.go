@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -77,29 +76,9 @@ func webhooksCmd(args []string, stdout, stderr io.Writer) int {
 	} else {
 		data, err = c.do("POST", "/admin/v1/webhooks/"+url.PathEscape(*id)+"/redeliver", nil)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "gatewayctl %s: %v\n", name, err)
-		return 1
-	}
-	if *af.asJSON {
-		printJSON(stdout, data)
-		return 0
-	}
-	var rows []deliveryRow
-	if sub == "list" {
-		var page struct {
-			Deliveries []deliveryRow `json:"deliveries"`
-		}
-		err = json.Unmarshal(data, &page)
-		rows = page.Deliveries
-	} else {
-		var one deliveryRow
-		err = json.Unmarshal(data, &one)
-		rows = []deliveryRow{one}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "gatewayctl %s: the answer: %v\n", name, err)
-		return 1
+	rows, code, done := answerRows[deliveryRow](af, name, data, err, listKey(sub == "list", "deliveries"), stdout, stderr)
+	if done {
+		return code
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tORDER ID\tORDER STATUS\tSTATE\tATTEMPTS\tLAST RESULT\tNEXT ATTEMPT\tURL")
