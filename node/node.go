@@ -359,8 +359,14 @@ func (n *Node) leaderWork(ctx context.Context) {
 		defer close(webhooksDone)
 		n.webhooks.Run(ctx)
 	}()
+	sessionsDone := make(chan struct{})
+	go func() {
+		defer close(sessionsDone)
+		n.pruneSessions(ctx) // sessions.go
+	}()
 	sched.Run(ctx)
 	<-webhooksDone
+	<-sessionsDone
 }
 
 // retentionPoll is how often the leader looks for records past their

@@ -58,6 +58,34 @@ func TestAuthenticatorSessionLifetime(t *testing.T) {
 	}
 }
 
+// The leader deletes expired sessions' records, and only those.
+func TestExpiredSessionsArePruned(t *testing.T) {
+	n := startInProcess(t)
+	t.Cleanup(func() { n.Shutdown(t.Context()) })
+	adminPost(t, n, "/admin/v1/operators", `{"email":"ann@example.com","role":"support","password":"long enough pass"}`, 200)
+	now := time.Now()
+	old, _, err := n.Authenticator().SignIn("ann@example.com", "long enough pass", "10.1.1.1", now.Add(-operator.SessionLifetime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _, err := n.Authenticator().SignIn("ann@example.com", "long enough pass", "10.1.1.1", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := n.pruneSessionsOnce(t.Context(), now.Add(time.Second)); err != nil || got != 1 {
+		t.Fatalf("pruned %d, %v; want the expired one", got, err)
+	}
+	if rec, _ := n.store.Session(operator.TokenHash(old)); rec != nil {
+		t.Fatal("the expired session's record is still stored")
+	}
+	if _, ok := n.Authenticator().Session(live, now.Add(time.Second)); !ok {
+		t.Fatal("the live session was pruned")
+	}
+	if got, _ := n.pruneSessionsOnce(t.Context(), now.Add(time.Second)); got != 0 {
+		t.Fatalf("a second pass pruned %d", got)
+	}
+}
+
 func adminPost(t *testing.T, n *Node, path, body string, want int) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", "http://"+n.Addr()+path, strings.NewReader(body))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/paygate/gateway/persistence/command"
 )
 
@@ -98,4 +100,27 @@ func (s *Store) Operators() ([]command.Operator, error) {
 // ended). Its expiry and its operator are the caller's to check.
 func (s *Store) Session(tokenHash string) (*command.Session, error) {
 	return getJSON[command.Session](s.db, sessionKey(tokenHash))
+}
+
+// ExpiredSessions lists the token hashes of up to limit sessions that
+// expired before before (Unix ns), for the leader to delete. Sessions are
+// few (one per sign-in within a lifetime), so this reads them all rather
+// than keep an expiry index.
+func (s *Store) ExpiredSessions(before int64, limit int) ([]string, error) {
+	var out []string
+	var derr error
+	err := s.scan([]byte(prefixSession), prefixEnd(prefixSession), func(_, v []byte) bool {
+		var sess command.Session
+		if derr = json.Unmarshal(v, &sess); derr != nil {
+			return false
+		}
+		if sess.ExpiresAt < before {
+			out = append(out, sess.TokenHash)
+		}
+		return len(out) < limit
+	})
+	if err == nil {
+		err = derr
+	}
+	return out, err
 }

@@ -48,3 +48,22 @@ func TestOperatorsAndSessions(t *testing.T) {
 		t.Fatalf("an ended session is still stored: %+v", got)
 	}
 }
+
+// Expired sessions are listed for the leader to delete; live ones are not.
+func TestExpiredSessions(t *testing.T) {
+	ts := newTestStore(t)
+	ts.apply(1, &command.Cmd{Operator: &command.Operator{Email: "ann@example.com", Role: "admin", PasswordHash: "h", CreatedAt: 1}})
+	for i, exp := range []int64{10, 20, 30} {
+		ts.apply(uint64(2+i), &command.Cmd{Session: &command.Session{TokenHash: string(rune('a' + i)), Email: "ann@example.com", ExpiresAt: exp}})
+	}
+	for _, tc := range []struct {
+		before int64
+		limit  int
+		want   int
+	}{{10, 10, 0}, {11, 10, 1}, {31, 10, 3}, {31, 2, 2}} {
+		got, err := ts.ExpiredSessions(tc.before, tc.limit)
+		if err != nil || len(got) != tc.want {
+			t.Errorf("ExpiredSessions(%d, %d) = %v, %v; want %d", tc.before, tc.limit, got, err, tc.want)
+		}
+	}
+}
