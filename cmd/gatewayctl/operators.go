@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 )
 
@@ -105,6 +107,17 @@ func readPassword(stdin io.Reader, stderr io.Writer) (string, error) {
 	if f, ok := stdin.(*os.File); ok {
 		if restore, ok := noEcho(f); ok {
 			defer restore()
+			// Interrupted at the prompt, the terminal gets its echo back.
+			interrupted := make(chan os.Signal, 1)
+			signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+			defer func() { signal.Stop(interrupted); close(interrupted) }()
+			go func() {
+				if _, ok := <-interrupted; ok {
+					restore()
+					fmt.Fprintln(stderr)
+					os.Exit(130)
+				}
+			}()
 			r := bufio.NewReader(f)
 			fmt.Fprint(stderr, "password: ")
 			first, err := readLine(r)
