@@ -139,8 +139,9 @@ func (s *Server) adminCaller(ctx *fasthttp.RequestCtx) (adminCaller, bool) {
 		return adminCaller{}, false
 	}
 	if operator.IsToken(got) {
-		sess, ok := s.auth.Session(got, s.cfg.Now())
-		return adminCaller{actor: sess.Email, role: sess.Role}, ok
+		if sess, ok := s.auth.Session(got, s.cfg.Now()); ok {
+			return adminCaller{actor: sess.Email, role: sess.Role}, true
+		}
 	}
 	if s.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.AdminToken)) == 1 {
 		return adminCaller{actor: AdminTokenActor, role: operator.Admin}, true
