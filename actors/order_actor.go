@@ -159,11 +159,18 @@ type orderActor struct {
 	// moving names the movements being repeated on a goroutine of this
 	// actor's (moves.go), by transaction id.
 	moving map[string]bool
+	// term is the registry's term the actor was spawned in: it ends when
+	// the registry stops its actors (leadership lost), and with it the
+	// repeats this actor started.
+	term context.Context
 }
 
 // NewOrderActorProducer returns the registry's actor factory.
 func NewOrderActorProducer(deps *Deps, reg func() *Registry) func(Key) actor.Actor {
-	return func(k Key) actor.Actor { return &orderActor{key: k, deps: deps, reg: reg()} }
+	return func(k Key) actor.Actor {
+		r := reg()
+		return &orderActor{key: k, deps: deps, reg: r, term: r.Term()}
+	}
 }
 
 // Receive runs on whichever goroutine posts to the idle mailbox (registry.go):

@@ -281,26 +281,9 @@ func TestGatewayKilledWithMovementsPending(t *testing.T) {
 // nothing.
 func TestUnansweredSaleIsReversedAndDeclined(t *testing.T) {
 	acq, _, m := startMoves(t)
-	acq.SetFaults(`{"drop_answers":1}`)
-	id := newOrderID("lost")
-	m.Post(t, "charge", chargeBody(id, acquirer.CardVisaApproved, 800, 0))
-	st := m.WaitStatus(t, id, "declined", 60*time.Second)
-	if st.Str("decline.code") != "6.02" {
-		t.Fatalf("unanswered sale: %s", st.Body)
-	}
-	rrn := acquirer.RRN(txnOf(t, st, "sale")["id"].(string))
+	id, rrn := declinedUnanswered(t, acq, m, `{"drop_answers":1}`, 800, 0)
 	acq.SetFaults(`{}`)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		recs := ledger(t, acq, rrn)
-		if recs["sale 00"] == 1 && recs["reversal 00"] == 1 && len(recs) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ledger records of the lost sale: %v, want the approved sale and its reversal, once each", recs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReversed(t, acq, rrn, "sale")
 	if rows := reportRows(acq); len(rows[rrn+" sale"]) != 0 {
 		t.Fatalf("a reversed sale in the settlement report: %v", rows)
 	}
