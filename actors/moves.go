@@ -46,7 +46,8 @@ func (a *orderActor) moveRequest(o *order.Order, m order.Movement, repeat bool) 
 	req := acquirer.MoveRequest{
 		Kind: string(m.Kind), Repeat: repeat, STAN: m.STAN, RRN: m.RRN, At: time.Unix(0, m.At),
 		Amount: m.Amount, Currency: o.Currency, MID: o.ProcessingMID, MerchantID: o.Merchant,
-		OrigMTI: "0100", OrigTrace: o.AuthTrace,
+		AcquirerAddr: AcquirerAddr(a.deps.Store, o),
+		OrigMTI:      "0100", OrigTrace: o.AuthTrace,
 	}
 	if len(o.Txns) > 0 && o.Txns[0].Operation == order.OpSale {
 		req.OrigMTI = "0200"

@@ -257,12 +257,7 @@ func TestGatewayKilledWithMovementsPending(t *testing.T) {
 	for i := range ids {
 		ids[i], rrns[i] = authorize(t, m, int64(200+i))
 	}
-	acq.SetFaults(`{"drop_answers":1}`)
-	for _, id := range ids {
-		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Str("status") != "authorized" {
-			t.Fatalf("settle without an answer: %s", s.Body)
-		}
-	}
+	settleUnanswered(t, acq, m, ids)
 	n.Kill()
 	acq.SetFaults(`{}`)
 	n.Restart()
@@ -272,6 +267,18 @@ func TestGatewayKilledWithMovementsPending(t *testing.T) {
 	rows := reportRows(acq)
 	for i, rrn := range rrns {
 		once(t, rows, rrn+" capture", int64(200+i))
+	}
+}
+
+// settleUnanswered settles each order while acq drops its answers: each
+// settle answers with the order still authorized and its capture pending.
+func settleUnanswered(t *testing.T, acq *nodetest.Acquirerd, m *nodetest.Merchant, ids []string) {
+	t.Helper()
+	acq.SetFaults(`{"drop_answers":1}`)
+	for _, id := range ids {
+		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Str("status") != "authorized" {
+			t.Fatalf("settle without an answer: %s", s.Body)
+		}
 	}
 }
 

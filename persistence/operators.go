@@ -12,14 +12,14 @@ import (
 // Back-office operators and their sessions (contract 13), replicated so
 // that any node can check a session and a session outlives its leader:
 //
-//	u/<email>        → Operator JSON (role, argon2id hash, disabled)
+//	j/<email>        → Operator JSON (role, argon2id hash, disabled)
 //	v/<token sha256> → Session JSON (email, expiry)
 //
 // Neither a password nor a session token is stored: only their hashes.
 // Whether a session is live (not expired, its operator not disabled) is
 // decided by the reader with its own clock; the FSM never reads one.
 const (
-	prefixOperator = "u/"
+	prefixOperator = "j/"
 	prefixSession  = "v/"
 )
 

@@ -28,6 +28,8 @@ type Cmd struct {
 	// or ends an operator's session (persistence/operators.go).
 	Operator *Operator `json:"op,omitempty"`
 	Session  *Session  `json:"ss,omitempty"`
+	// MID registers a processing MID (persistence/mids.go).
+	MID *MID `json:"mi,omitempty"`
 }
 
 // Operator is a back-office operator (contract 13) as replicated. Its
@@ -55,6 +57,20 @@ type Session struct {
 	ExpiresAt int64  `json:"expires_at"`
 	// End, in a command, ends the session of TokenHash (sign-out).
 	End bool `json:"end,omitempty"`
+}
+
+// MID is a processing MID (contract 12): the card acceptor id a merchant's
+// orders name in processing_mid, the acquirer host that serves it, and the
+// currencies it accepts (ISO 4217 alphabetic, upper case). RegisteredAt
+// (Unix ns, the leader's clock, written into the log) tells which orders
+// are its own: those created at or after it; an older order that named it
+// keeps the default acquirer it was authorised by.
+type MID struct {
+	MID          string   `json:"mid"`
+	MerchantID   string   `json:"merchant_id"`
+	AcquirerAddr string   `json:"acquirer_addr"`
+	Currencies   []string `json:"currencies"`
+	RegisteredAt int64    `json:"registered_at"`
 }
 
 // ClusterCA is the cluster's certificate authority as replicated: the

@@ -27,6 +27,9 @@ type MoveRequest struct {
 	Currency   string
 	MID        string
 	MerchantID string
+	// AcquirerAddr is the host the order's MID is registered with: the one
+	// that authorised it. Empty: the node's default acquirer.
+	AcquirerAddr string
 	// OrigMTI and OrigTrace name the authorisation or sale a capture or
 	// reversal undoes or completes (field 90): its MTI, and its STAN and
 	// transmission time (16 digits) when its answer came, else empty.

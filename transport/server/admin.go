@@ -76,6 +76,10 @@ func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, route string) {
 		s.serveOperators(ctx, strings.TrimPrefix(strings.TrimPrefix(route, "operators"), "/")) // operators.go
 		return
 	}
+	if route == "mids" {
+		s.serveMIDs(ctx) // admin_mids.go
+		return
+	}
 	if route == "merchants" {
 		switch {
 		case ctx.IsPost():
@@ -168,6 +172,8 @@ func routeAction(write bool, route string) operator.Action {
 		return operator.ManageMerchants
 	case first == "operators":
 		return operator.ManageOperators
+	case first == "mids":
+		return operator.ManageMIDs
 	}
 	return operator.ManageCluster
 }

@@ -27,6 +27,8 @@ func TestRouteActionHoldsEachRolesLimits(t *testing.T) {
 		{true, "operators", false, false, true},
 		{false, "operators", false, false, true},
 		{true, "operators/a@b.co/disable", false, false, true},
+		{false, "mids", false, false, true},
+		{true, "mids", false, false, true},
 		{false, "cluster", false, false, true},
 		{true, "cluster/remove", false, false, true},
 		{false, "vault", false, false, true},
