@@ -50,16 +50,23 @@ func TestOperatorsSessionsAndSignInLimits(t *testing.T) {
 		`{"email":"sue@example.com","role":"admin","password":"another long one"}`); code != 409 || !strings.Contains(body, `"5.06"`) {
 		t.Fatalf("the same email again: %d %s", code, body)
 	}
-	list := mustCall(t, follower, nodetest.AdminToken, "GET", "/admin/v1/operators", "", 200)
+	// ada was added on the leader: the follower lists her once it has applied it.
+	_, list := waitAnswer(follower, nodetest.AdminToken, "GET", "/admin/v1/operators", func(code int, body string) bool {
+		return code == 200 && strings.Contains(body, `"ada@example.com"`)
+	})
 	if !strings.Contains(list, `"email":"sue@example.com","role":"support"`) || !strings.Contains(list, `"ada@example.com"`) ||
 		strings.Contains(list, "argon2") || strings.Contains(list, "pass") {
 		t.Fatalf("operators list: %s", list)
 	}
 
-	// Sign in on a follower; the session works on every node.
+	// Sign in on a follower; the session works there at once, and on
+	// every node once it has applied it.
 	sue := signIn(t, follower, "sue@example.com", supportPassword)
+	mustCall(t, follower, sue, "GET", "/admin/v1/orders?limit=1", "", 200)
 	for _, n := range c.Nodes {
-		mustCall(t, n, sue, "GET", "/admin/v1/orders?limit=1", "", 200)
+		if code, body := waitCode(n, sue, "GET", "/admin/v1/orders?limit=1", 200); code != 200 {
+			t.Fatalf("the session on %s: %d %s", n.ID, code, body)
+		}
 	}
 	if code, body = opCall(follower, sue, "POST", "/admin/v1/merchants", `{"name":"x"}`); code != 403 || !strings.Contains(body, `"1.02"`) {
 		t.Fatalf("support creating a merchant: %d %s", code, body)
@@ -224,10 +231,16 @@ func retryCall(n *nodetest.Node, bearer, method, path string) (int, string) {
 // waitCode repeats a read until it answers want (a follower applying a
 // change, a new leader settling), for up to 10 s, and returns the last answer.
 func waitCode(n *nodetest.Node, bearer, method, path string, want int) (int, string) {
+	return waitAnswer(n, bearer, method, path, func(code int, _ string) bool { return code == want })
+}
+
+// waitFor repeats a read until done says so, for up to 10 s, and returns
+// the last answer.
+func waitAnswer(n *nodetest.Node, bearer, method, path string, done func(code int, body string) bool) (int, string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		code, body := opCall(n, bearer, method, path, "")
-		if code == want || time.Now().After(deadline) {
+		if done(code, body) || time.Now().After(deadline) {
 			return code, body
 		}
 		time.Sleep(50 * time.Millisecond)
