@@ -117,3 +117,13 @@ func TestSessionTokens(t *testing.T) {
 		t.Fatal("hashes or CSRF tokens collide or leak each other")
 	}
 }
+
+// One hash (and so one sign-in's check) costs ~44 ms on this kind of
+// machine: the figure docs/back-office.md gives.
+func BenchmarkHashPassword(b *testing.B) {
+	for b.Loop() {
+		if _, err := HashPassword("correct horse battery"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
