@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 
+	"github.com/paygate/gateway/internal/netaddr"
 	"github.com/paygate/gateway/transport/acquirer/host"
 	"github.com/paygate/gateway/transport/acquirer/link"
 )
@@ -54,7 +55,7 @@ func (n *Node) startAcquirer(cfg Config, logger *slog.Logger) (*link.Router, err
 				go n.acquirerHost.ServeConn(server)
 				return client, nil
 			}
-		case tlsCfg == nil && !cfg.InsecureAcquirerLink && !loopbackAddr(addr):
+		case tlsCfg == nil && !cfg.InsecureAcquirerLink && !netaddr.Loopback(addr):
 			// A MID's host off this machine on a node without TLS: never
 			// send it card numbers in clear (its authorisations decline).
 			lc.Dial = func(context.Context, string) (net.Conn, error) {

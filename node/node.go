@@ -28,6 +28,7 @@ import (
 	"github.com/paygate/gateway/transport/server"
 	"github.com/paygate/gateway/transport/signature"
 	"github.com/paygate/gateway/transport/webhook"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // Node is a running gateway node.
@@ -47,7 +48,7 @@ type Node struct {
 	acquirerLink *link.Client
 	// acquirers routes each order's messages to its MID's host, over a
 	// link per host, or to acquirerLink (contract 12).
-	acquirers *link.Router
+	acquirers    *link.Router
 	acquirerHost *host.Host
 	webhooks     *webhook.Dispatcher
 	// hookClient delivers notifications; its idle connections to
@@ -261,7 +262,7 @@ func (n *Node) loadMerchants() error {
 
 // onCommit runs on the FSM goroutine after each batch: keep the merchant
 // directory current. It must not block.
-func (n *Node) onCommit(created []*persistence.Notification, merchants []*command.Merchant) {
+func (n *Node) onCommit(created []*outbox.Notification, merchants []*command.Merchant) {
 	if len(created) > 0 && n.webhooks != nil {
 		n.webhooks.Offer(created)
 	}
@@ -370,8 +371,14 @@ func (n *Node) leaderWork(ctx context.Context) {
 		defer close(webhooksDone)
 		n.webhooks.Run(ctx)
 	}()
+	sessionsDone := make(chan struct{})
+	go func() {
+		defer close(sessionsDone)
+		n.pruneSessions(ctx) // sessions.go
+	}()
 	sched.Run(ctx)
 	<-webhooksDone
+	<-sessionsDone
 }
 
 // retentionPoll is how often the leader looks for records past their
@@ -417,6 +424,10 @@ func (n *Node) DevMerchant(ctx context.Context) (*server.Merchant, error) {
 
 // Addr is the HTTP listener's address.
 func (n *Node) Addr() string { return n.listener.Addr().String() }
+
+// Authenticator signs operators in and checks their sessions (the
+// dashboard's operator.Authenticator; transport/server/sessions.go).
+func (n *Node) Authenticator() *server.Auth { return n.server.Authenticator() }
 
 // Ready reports whether the node can serve writes.
 func (n *Node) Ready() bool { return n.raft.Ready() }

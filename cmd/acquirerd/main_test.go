@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/csv"
@@ -14,12 +13,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/paygate/gateway/cluster/pki"
+	"github.com/paygate/gateway/internal/syncbuf"
 	"github.com/paygate/gateway/transport/acquirer"
 	"github.com/paygate/gateway/transport/acquirer/link"
 )
@@ -46,7 +45,7 @@ type process struct {
 	listen string
 	admin  string
 	exited chan struct{}
-	logs   *lockedBuffer // stderr after the start line
+	logs   *syncbuf.Buffer // stderr after the start line
 }
 
 // start runs acquirerd on loopback ports of its choosing and reads them
@@ -61,7 +60,7 @@ func start(t *testing.T, dataDir string, extra ...string) *process {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, exited: make(chan struct{}), logs: &lockedBuffer{}}
+	p := &process{cmd: cmd, exited: make(chan struct{}), logs: &syncbuf.Buffer{}}
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
 		var l struct{ Msg, Listen, Admin_addr string }
@@ -168,24 +167,6 @@ func TestAdminToken(t *testing.T) {
 			t.Errorf("Authorization %q: %d, want %d", header, rec.Code, want)
 		}
 	}
-}
-
-// lockedBuffer collects a process's log lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // acquirerd with --tls-cert-file, --tls-key-file and --client-ca-file: a

@@ -2,6 +2,7 @@ package nodetest
 
 import (
 	"encoding/csv"
+	"github.com/paygate/gateway/internal/syncbuf"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -21,7 +22,7 @@ type Acquirerd struct {
 	DataDir   string
 	Args      []string // more flags (--tls-cert-file …)
 	cmd       *exec.Cmd
-	logs      *syncBuffer
+	logs      *syncbuf.Buffer
 	exited    chan struct{}
 }
 
@@ -38,7 +39,7 @@ func StartAcquirerd(t testing.TB, args ...string) *Acquirerd {
 
 func (a *Acquirerd) start() {
 	a.t.Helper()
-	a.logs = &syncBuffer{}
+	a.logs = &syncbuf.Buffer{}
 	a.cmd = exec.Command(AcquirerdBinary(a.t), append([]string{"--listen", a.Listen, "--admin-addr", a.AdminAddr, "--data-dir", a.DataDir}, a.Args...)...)
 	a.cmd.Stderr = a.logs
 	if err := a.cmd.Start(); err != nil {

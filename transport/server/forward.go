@@ -108,6 +108,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	req.Header.Del("Authorization")
 	req.Header.Set(ForwardedHeader, c.SelfMember().NodeID)
 	req.Header.Set(clientIPHeader, ctx.RemoteIP().String()) // for the leader's audit record
+	req.Header.Del(actorHeader)
+	if actor, ok := ctx.UserValue(auditActorKey).(string); ok {
+		req.Header.Set(actorHeader, actor) // who the leader's audit record names
+	}
 	if err := s.fwd.client.DoTimeout(req, resp, s.fwd.timeout); err != nil {
 		s.fwd.failed.Inc()
 		s.cfg.Logger.Warn("forward to leader failed", "leader_id", route.LeaderID, "leader_raft", route.LeaderRaft, "error", err)

@@ -104,6 +104,7 @@ type Server struct {
 	fwd       *forwarder                 // relays requests to the leader (forward.go)
 	peers     *PeerClient                // asks members for their status (peer.go)
 	audit     auditLog                   // serialises the leader's audit records (admin_audit.go)
+	auth      *Auth                      // operators' sign-ins and sessions (sessions.go)
 	hashing   atomic.Pointer[hashKeying] // the request-hash key and its hashers
 	// handling counts requests being handled, for Shutdown: a connection
 	// with none is not waited for.
@@ -126,6 +127,7 @@ func New(cfg Config) *Server {
 		}
 	}
 	s := &Server{cfg: cfg, metrics: newRequestMetrics(), fwd: newForwarder(cfg.RequestTimeout, cfg.DialPeer), peers: NewPeerClient(cfg.DialPeer)}
+	s.auth = newAuth(s)
 	s.SetHashKey(cfg.HashKey)
 	s.cfg.AdminRoutes = map[string]AdminHandler{}
 	for _, routes := range []map[string]AdminHandler{s.clusterAdminRoutes(), cfg.AdminRoutes} {

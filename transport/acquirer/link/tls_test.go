@@ -1,18 +1,17 @@
 package link
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/paygate/gateway/cluster/pki"
+	"github.com/paygate/gateway/internal/syncbuf"
 	"github.com/paygate/gateway/transport/acquirer/host"
 	"github.com/paygate/gateway/transport/acquirer/iso8583"
 )
@@ -54,29 +53,11 @@ func (f tlsFiles) cert(name string) (string, string) {
 	return filepath.Join(f.dir, name+".crt"), filepath.Join(f.dir, name+".key")
 }
 
-// lockedBuffer collects a host's log lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startTLSHost serves a host on a loopback port behind TLS with mutual
 // authentication against files' CA.
-func startTLSHost(t *testing.T, files tlsFiles) (addr string, logs *lockedBuffer) {
+func startTLSHost(t *testing.T, files tlsFiles) (addr string, logs *syncbuf.Buffer) {
 	t.Helper()
-	logs = &lockedBuffer{}
+	logs = &syncbuf.Buffer{}
 	h, err := host.Open(host.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
