@@ -170,35 +170,8 @@ func TestSecurityFlags(t *testing.T) {
 		{"pprof on every interface", func(c *Config) { c.PprofAddr = "0.0.0.0:6060" }, "loopback"},
 		{"pprof with no host", func(c *Config) { c.PprofAddr = ":6060" }, "loopback"},
 		{"join over https", func(c *Config) { c.Join = "https://10.0.0.1:8443" }, ""},
-	} {
-		c := base()
-		tc.set(&c)
-		err := c.Validate()
-		switch {
-		case tc.says == "" && err != nil:
-			t.Errorf("%s: %v, want accepted", tc.name, err)
-		case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)):
-			t.Errorf("%s: %v, want refused saying %q", tc.name, err, tc.says)
-		}
-	}
-	c := base()
-	c.Join = "https://10.0.0.1:8443"
-	if err := c.Validate(); err != nil || !c.JoinHTTPS || c.Join != "10.0.0.1:8443" {
-		t.Errorf("--join https://: %v %v %q", err, c.JoinHTTPS, c.Join)
-	}
-}
-
-// The acquirer link's flags: TLS or loopback, or plain TCP off the machine
-// only when the operator says so.
-func TestAcquirerLinkFlags(t *testing.T) {
-	base := func() Config {
-		return Config{AdminToken: "t", VaultKeyFile: "k", SettleDelayUnit: time.Hour, HTTPAddr: "127.0.0.1:8080", RaftAddr: "127.0.0.1:7000"}
-	}
-	for _, tc := range []struct {
-		name string
-		set  func(*Config)
-		says string // "" when accepted
-	}{
+		// The acquirer link: TLS or loopback, or plain TCP off the machine
+		// only when the operator says so.
 		{"in-process host", func(*Config) {}, ""},
 		{"plain TCP to loopback", func(c *Config) { c.AcquirerAddr = "127.0.0.1:8583" }, ""},
 		{"plain TCP to localhost", func(c *Config) { c.AcquirerAddr = "localhost:8583" }, ""},
@@ -230,5 +203,10 @@ func TestAcquirerLinkFlags(t *testing.T) {
 		case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)):
 			t.Errorf("%s: %v, want refused saying %q", tc.name, err, tc.says)
 		}
+	}
+	c := base()
+	c.Join = "https://10.0.0.1:8443"
+	if err := c.Validate(); err != nil || !c.JoinHTTPS || c.Join != "10.0.0.1:8443" {
+		t.Errorf("--join https://: %v %v %q", err, c.JoinHTTPS, c.Join)
 	}
 }

@@ -16,23 +16,15 @@ import (
 func linkPKI(t *testing.T, names ...string) (caFile string, certs map[string][2]string) {
 	t.Helper()
 	dir := t.TempDir()
-	ca, err := pki.NewCA("acquirer link CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pki.WriteCA(dir, ca, false); err != nil {
+	if _, err := pki.CreateCAFiles(dir, "acquirer link CA"); err != nil {
 		t.Fatal(err)
 	}
 	certs = map[string][2]string{}
 	for _, name := range names {
-		cert, key, err := ca.NewNode(name, []string{"127.0.0.1"})
-		if err != nil {
+		if _, err := pki.CreateNodeFiles(dir, name, []string{"127.0.0.1"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := pki.WriteNode(filepath.Join(dir, name), cert, key, false); err != nil {
-			t.Fatal(err)
-		}
-		certs[name] = [2]string{filepath.Join(dir, name, pki.NodeCertFile), filepath.Join(dir, name, pki.NodeKeyFile)}
+		certs[name] = [2]string{filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")}
 	}
 	return filepath.Join(dir, pki.CACertFile), certs
 }

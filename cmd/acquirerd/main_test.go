@@ -175,28 +175,16 @@ func TestAdminToken(t *testing.T) {
 // refusal is logged. Half the TLS flags are refused at start.
 func TestAcquirerdTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := pki.NewCA("acquirer link CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pki.WriteCA(dir, ca, false); err != nil {
+	if _, err := pki.CreateCAFiles(dir, "acquirer link CA"); err != nil {
 		t.Fatal(err)
 	}
 	caFile := filepath.Join(dir, pki.CACertFile)
 	files := map[string][2]string{}
 	for _, name := range []string{"acquirer", "node1"} {
-		cert, key, err := ca.NewNode(name, []string{"127.0.0.1"})
-		if err != nil {
+		if _, err := pki.CreateNodeFiles(dir, name, []string{"127.0.0.1"}); err != nil {
 			t.Fatal(err)
 		}
-		kp, _ := pki.KeyPEM(key)
 		files[name] = [2]string{filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")}
-		if err := pki.WriteFile(dir, name+".key", kp, 0o600, false); err != nil {
-			t.Fatal(err)
-		}
-		if err := pki.WriteFile(dir, name+".crt", pki.CertPEM(cert), 0o644, false); err != nil {
-			t.Fatal(err)
-		}
 	}
 	for _, args := range [][]string{
 		{"--tls-cert-file", files["acquirer"][0]},

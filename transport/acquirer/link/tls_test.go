@@ -25,28 +25,15 @@ type tlsFiles struct {
 func newTLSFiles(t *testing.T) tlsFiles {
 	t.Helper()
 	dir := t.TempDir()
-	ca, err := pki.NewCA("acquirer link CA")
-	if err != nil {
+	if _, err := pki.CreateCAFiles(dir, "acquirer link CA"); err != nil {
 		t.Fatal(err)
 	}
-	if err := pki.WriteCA(dir, ca, false); err != nil {
-		t.Fatal(err)
-	}
-	f := tlsFiles{dir: dir, ca: filepath.Join(dir, pki.CACertFile)}
 	for _, name := range []string{"acquirer", "node1"} {
-		cert, key, err := ca.NewNode(name, []string{"127.0.0.1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		kp, _ := pki.KeyPEM(key)
-		if err := pki.WriteFile(dir, name+".key", kp, 0o600, false); err != nil {
-			t.Fatal(err)
-		}
-		if err := pki.WriteFile(dir, name+".crt", pki.CertPEM(cert), 0o644, false); err != nil {
+		if _, err := pki.CreateNodeFiles(dir, name, []string{"127.0.0.1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return f
+	return tlsFiles{dir: dir, ca: filepath.Join(dir, pki.CACertFile)}
 }
 
 func (f tlsFiles) cert(name string) (string, string) {
