@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,23 +23,11 @@ func TestRequestHashKeySurvivesVaultRotation(t *testing.T) {
 	retry := idempotentRequests(t, n)
 	retry("before the rotation", n)
 
-	if err := n.Stop(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	setFlag(n, "--vault-key-file", newKey)
-	setFlag(n, "--vault-previous-key-file", oldKey)
-	n.Restart()
+	rotateVaultKey(t, n, newKey, oldKey)
 	retry("new key, old key as previous", n)
 	waitFor(t, 60*time.Second, func() bool { return vaultCount(t, n) == 0 })
 
-	if err := n.Stop(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(oldKey); err != nil {
-		t.Fatal(err)
-	}
-	dropFlag(n, "--vault-previous-key-file")
-	n.Restart()
+	dropOldVaultKey(t, n, oldKey)
 	retry("the old key removed", n)
 
 	// A node that never had the old key gets the key from the log.
@@ -89,15 +76,11 @@ func TestRequestHashKeyOfAnOlderDataDir(t *testing.T) {
 
 	setFlag(n, "--vault-key-file", newKey)
 	setFlag(n, "--vault-previous-key-file", oldKey)
-	n.Restart()
+	n.Restart() // stopped above, to edit its store
 	waitFor(t, 10*time.Second, func() bool { return strings.Contains(n.Logs(), "recorded the request-hash key in the log") })
 	retry("upgraded and rotated", n)
 	waitFor(t, 60*time.Second, func() bool { return vaultCount(t, n) == 0 })
-	if err := n.Stop(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	dropFlag(n, "--vault-previous-key-file")
-	n.Restart()
+	dropOldVaultKey(t, n, oldKey)
 	retry("upgraded, the old key removed", n)
 }
 
