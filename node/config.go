@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paygate/gateway/actors"
 	"github.com/paygate/gateway/cluster"
 	"github.com/paygate/gateway/internal/netaddr"
 )
@@ -89,6 +90,11 @@ type Config struct {
 	SnapshotInterval  time.Duration // how often raft checks the threshold; 0 = default
 	SnapshotRateMiB   int64         // MiB/s a snapshot is written at; 0 = unbounded
 	WALSegmentBytes   int           // raft-wal segment size; 0 = 64 MiB
+
+	// acquirer, set only by this package's tests, replaces the acquirer
+	// link (and the in-process host) with a function call: the A/B
+	// benchmark of the link's cost (charge_bench_test.go).
+	acquirer actors.Acquirer
 }
 
 // DefaultAcquirerTimeout bounds one acquirer answer (contract section 12).

@@ -40,13 +40,16 @@ func TestMetricsAfterANodeRestartsInTheSameProcess(t *testing.T) {
 }
 
 // startInProcess starts a development node on free ports in a temporary
-// folder and waits until it leads.
-func startInProcess(t testing.TB) *Node {
+// folder and waits until it leads; options change its configuration first.
+func startInProcess(t testing.TB, options ...func(*Config)) *Node {
 	t.Helper()
 	cfg := Defaults()
 	cfg.Dev = true
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr, cfg.RaftAddr = nodetest.FreeAddr(t), nodetest.FreeAddr(t)
+	for _, option := range options {
+		option(&cfg)
+	}
 	n, err := Start(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -156,9 +156,11 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("component", "actors")
 	}))
-	acq, err := n.startAcquirer(cfg, logger) // acquirer.go
-	if err != nil {
-		return nil, err
+	var acq actors.Acquirer = cfg.acquirer // tests only: a function call instead of the link
+	if acq == nil {
+		if acq, err = n.startAcquirer(cfg, logger); err != nil { // acquirer.go
+			return nil, err
+		}
 	}
 	deps := &actors.Deps{
 		Proposer: n.raft, Store: n.store, Acquirer: meterAcquirer(acq), Vault: n.vault, Logger: logger,
