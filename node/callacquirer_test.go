@@ -2,11 +2,18 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"strconv"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/acquirer/host"
+	"github.com/paygate/gateway/transport/acquirer/link"
 )
 
 // callAcquirer is the acquirer as a plain function call, the way the
@@ -76,9 +83,13 @@ func (a *callAcquirer) Authorize(_ context.Context, req acquirer.AuthRequest) (a
 }
 
 // Move approves a capture, reversal or refund at once, but for the
-// sandbox's deterministic decline (acquirer.DeclinesMove).
+// sandbox's deterministic decline (acquirer.DeclinesMove); a reversal,
+// always acknowledged, carries no ARN.
 func (a *callAcquirer) Move(_ context.Context, req acquirer.MoveRequest) (acquirer.MoveResult, error) {
-	if req.Kind != acquirer.MoveReversal && acquirer.DeclinesMove(req.Amount) {
+	if req.Kind == acquirer.MoveReversal {
+		return acquirer.MoveResult{Approved: true}, nil
+	}
+	if acquirer.DeclinesMove(req.Amount) {
 		row := acquirer.ResponseFor(acquirer.RespDoNotHonour)
 		return acquirer.MoveResult{DeclineCode: row.Decline, DeclineMessage: row.Message}, nil
 	}
@@ -94,4 +105,67 @@ func cardExpired(month, year string, now time.Time) bool {
 		return true
 	}
 	return y < now.Year() || y == now.Year() && time.Month(m) < now.Month()
+}
+
+// The function-call acquirer of the A/B benchmark answers every test card
+// (contract 7) as the link to the sandbox host does: same approval, decline
+// code, AVS and CVV letters, auth code and ARN; and a movement likewise.
+// Otherwise the benchmark would compare two different workloads.
+func TestCallAcquirerDecidesAsTheHost(t *testing.T) {
+	h, err := host.Open(host.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		CaptureUnknownOriginals: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	client := link.Dial(link.Config{Addr: "in-process", Timeout: 5 * time.Second,
+		Dial: func(context.Context, string) (net.Conn, error) {
+			c, s := link.Pipe()
+			go h.ServeConn(s)
+			return c, nil
+		}})
+	defer client.Close()
+	viaLink, call := link.NewAcquirer(client), &callAcquirer{}
+	year := strconv.Itoa(time.Now().Year() + 2)
+	cards := []string{acquirer.CardVisaApproved, acquirer.CardMastercardApproved, acquirer.CardAmexApproved,
+		acquirer.CardDoNotHonour, acquirer.CardInsufficientFunds, acquirer.CardExpired, acquirer.CardInvalidCVV,
+		acquirer.CardUnreachable, acquirer.CardRiskBlocked, acquirer.Card3DSEnrolled, acquirer.Card3DSNotEnrolled,
+		"4111111111111112"} // not Luhn
+	threeDS := []acquirer.ThreeDSData{{}, {Authenticated: true, ECI: "05", CAVV: "AAABBBCCC"}, {NonSecure: true}}
+	ctx := context.Background()
+	for i, pan := range cards {
+		for j, tds := range threeDS {
+			for _, exp := range [][2]string{{"12", year}, {"01", "2020"}} {
+				for _, cvv := range []string{"123", ""} {
+					req := acquirer.AuthRequest{Reference: fmt.Sprintf("tx_%d_%d_%s_%s", i, j, exp[1], cvv),
+						PAN: pan, ExpMonth: exp[0], ExpYear: exp[1], CVV: cvv, Amount: 1000, Currency: "USD",
+						MerchantID: "mer_test", MID: "MID1", ThreeDS: tds}
+					want, err := viaLink.Authorize(ctx, req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, _ := call.Authorize(ctx, req)
+					want.Trace, got.Trace = "", ""
+					if got != want {
+						t.Errorf("%s, 3-D Secure %+v, expiry %s, CVV %q:\nfunction call %+v\nlink         %+v", pan, tds, exp, cvv, got, want)
+					}
+				}
+			}
+		}
+	}
+	for _, kind := range []string{acquirer.MoveCapture, acquirer.MoveRefund, acquirer.MoveReversal} {
+		for _, amount := range []int64{1000, acquirer.MoveDeclineAmount} {
+			ref := fmt.Sprintf("mv_%s_%d", kind, amount)
+			req := acquirer.MoveRequest{Kind: kind, STAN: acquirer.STAN(ref), RRN: acquirer.RRN(ref), At: time.Now(),
+				Amount: amount, Currency: "USD", MID: "MID1", MerchantID: "mer_test", OrigMTI: "0100",
+				PAN: acquirer.CardVisaApproved, ExpMonth: "12", ExpYear: year}
+			want, err := viaLink.Move(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := call.Move(ctx, req); got != want {
+				t.Errorf("%s of %d: function call %+v, link %+v", kind, amount, got, want)
+			}
+		}
+	}
 }

@@ -67,6 +67,11 @@ func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 		b.Fatalf("%d requests failed: %+v", rep.Errors.Total, rep.Errors)
 	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	if workload == bench.WorkloadLifecycle {
+		// Status polls until "authorized": more of them when the
+		// authorisation is slower, each a request of its own.
+		b.ReportMetric(float64(rep.Ops["lifecycle.poll"].Count)/float64(b.N), "polls/op")
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.NumGC), "GCs")
