@@ -18,8 +18,9 @@ import (
 
 // callAcquirer is the acquirer as a plain function call, the way the
 // in-process sandbox was before the link (issue 35): it decides by the
-// test cards of contract 7 exactly as the sandbox host does (host's
-// decideCard, the same response code table, auth codes and ARNs), with no
+// test cards of contract 7 exactly as the sandbox host does (the same
+// acquirer.DecideTestCard, Luhn and expiry rules, response code table, auth
+// codes and ARNs), with no
 // ISO 8583 message, no connection, no host goroutine and no ledger. It
 // exists only for the A/B benchmark of the link's cost
 // (BenchmarkChargeCallAcquirer against BenchmarkChargeInProcess); it is
@@ -34,33 +35,14 @@ func (a *callAcquirer) Authorize(_ context.Context, req acquirer.AuthRequest) (a
 		return acquirer.AuthResult{}, acquirer.ErrNoReference
 	}
 	now := time.Now().UTC()
-	avs, cvv := acquirer.AVSMatch, acquirer.CVVMatch
-	if req.CVV == "" {
-		cvv = acquirer.CVVNotProcessed
+	threeDS := ""
+	switch {
+	case req.ThreeDS.Authenticated:
+		threeDS = "Y"
+	case req.ThreeDS.NonSecure:
+		threeDS = "N"
 	}
-	code := acquirer.RespApproved
-	switch req.PAN {
-	case acquirer.CardDoNotHonour:
-		code = acquirer.RespDoNotHonour
-	case acquirer.CardInsufficientFunds:
-		code = acquirer.RespInsufficientFunds
-	case acquirer.CardExpired:
-		code = acquirer.RespExpiredCard
-	case acquirer.CardInvalidCVV:
-		code, cvv = acquirer.RespCVVFailed, acquirer.CVVNoMatch
-	case acquirer.CardUnreachable:
-		code, avs, cvv = acquirer.RespIssuerUnavailable, acquirer.AVSUnavailable, acquirer.CVVNotProcessed
-	case acquirer.CardRiskBlocked:
-		code = acquirer.RespSuspectedFraud
-	case acquirer.Card3DSEnrolled:
-		if !req.ThreeDS.Authenticated && req.Cryptogram == "" {
-			code = acquirer.RespAuthenticationNeeded
-		}
-	case acquirer.Card3DSNotEnrolled:
-		if !req.ThreeDS.NonSecure || req.ThreeDS.Authenticated {
-			code = acquirer.RespAuthenticationNeeded
-		}
-	}
+	code, avs, cvv := acquirer.DecideTestCard(req.PAN, req.CVV != "", threeDS, req.Cryptogram != "")
 	switch {
 	case code != acquirer.RespApproved:
 	case !acquirer.Luhn(req.PAN):

@@ -123,3 +123,43 @@ func ARN(reference string) string {
 	}
 	return string(append(b, card.CheckDigit(b)))
 }
+
+// DecideTestCard is the sandbox's decision of an authorisation by its test
+// card (contract section 7): the ISO 8583 response code and the AVS and
+// CVV letters, from the card number, whether a CVV came, the 3-D Secure
+// result ("Y" authenticated, "N" non-secure asked for, "" none) and whether
+// a wallet cryptogram came. The Luhn check and the expiry come after it
+// (the host's decideCard).
+func DecideTestCard(pan string, hasCVV bool, threeDS string, hasCryptogram bool) (code, avs, cvv string) {
+	code, avs, cvv = RespApproved, AVSMatch, CVVMatch
+	if !hasCVV {
+		cvv = CVVNotProcessed
+	}
+	switch pan {
+	case CardDoNotHonour:
+		code = RespDoNotHonour
+	case CardInsufficientFunds:
+		code = RespInsufficientFunds
+	case CardExpired:
+		code = RespExpiredCard
+	case CardInvalidCVV:
+		code, cvv = RespCVVFailed, CVVNoMatch
+	case CardUnreachable:
+		code, avs, cvv = RespIssuerUnavailable, AVSUnavailable, CVVNotProcessed
+	case CardRiskBlocked:
+		code = RespSuspectedFraud
+	case Card3DSEnrolled:
+		// The issuer demands authentication: 3-D Secure, or a wallet
+		// cryptogram, which the device's authentication stands for.
+		if threeDS != "Y" && !hasCryptogram {
+			code = RespAuthenticationNeeded
+		}
+	case Card3DSNotEnrolled:
+		// The issuer cannot authenticate: only the non-secure payment the
+		// merchant asked for goes through.
+		if threeDS != "N" {
+			code = RespAuthenticationNeeded
+		}
+	}
+	return code, avs, cvv
+}

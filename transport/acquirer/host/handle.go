@@ -232,37 +232,8 @@ func decideCard(r *Record, req *iso8583.Message, now time.Time) {
 	threeDS, _ := iso8583.LookupTLV(f48, iso8583.TagThreeDSResult)
 	_, hasCryptogram := iso8583.LookupTLV(f48, iso8583.TagWalletCryptogram)
 
-	r.AVS, r.CVV = acquirer.AVSMatch, acquirer.CVVMatch
-	if !hasCVV {
-		r.CVV = acquirer.CVVNotProcessed
-	}
-	code := acquirer.RespApproved
-	switch pan {
-	case acquirer.CardDoNotHonour:
-		code = acquirer.RespDoNotHonour
-	case acquirer.CardInsufficientFunds:
-		code = acquirer.RespInsufficientFunds
-	case acquirer.CardExpired:
-		code = acquirer.RespExpiredCard
-	case acquirer.CardInvalidCVV:
-		code, r.CVV = acquirer.RespCVVFailed, acquirer.CVVNoMatch
-	case acquirer.CardUnreachable:
-		code, r.AVS, r.CVV = acquirer.RespIssuerUnavailable, acquirer.AVSUnavailable, acquirer.CVVNotProcessed
-	case acquirer.CardRiskBlocked:
-		code = acquirer.RespSuspectedFraud
-	case acquirer.Card3DSEnrolled:
-		// The issuer demands authentication: 3-D Secure, or a wallet
-		// cryptogram, which the device's authentication stands for.
-		if threeDS != "Y" && !hasCryptogram {
-			code = acquirer.RespAuthenticationNeeded
-		}
-	case acquirer.Card3DSNotEnrolled:
-		// The issuer cannot authenticate: only the non-secure payment the
-		// merchant asked for goes through.
-		if threeDS != "N" {
-			code = acquirer.RespAuthenticationNeeded
-		}
-	}
+	code, avs, cvv := acquirer.DecideTestCard(pan, hasCVV, threeDS, hasCryptogram)
+	r.AVS, r.CVV = avs, cvv
 	switch {
 	case code != acquirer.RespApproved:
 	case !acquirer.Luhn(pan):
