@@ -243,6 +243,22 @@ func (s *Store) PendingNotificationCount() (int, error) {
 // Notifications lists a merchant's notifications, optionally for one order.
 // It scans the outbox: an operator's view, not a hot path.
 func (s *Store) Notifications(merchant, orderID string, limit int) ([]*Notification, error) {
+	return s.notificationsWhere(func(n *Notification) bool {
+		return (merchant == "" || n.Merchant == merchant) && (orderID == "" || n.OrderID == orderID)
+	}, limit)
+}
+
+// FailedNotifications lists up to limit notifications that used up their
+// retries (the back office's list to act on). It scans the outbox, as
+// Notifications does: failed ones are kept until redelivered, delivered
+// ones only for the retention period.
+func (s *Store) FailedNotifications(limit int) ([]*Notification, error) {
+	return s.notificationsWhere(func(n *Notification) bool { return n.State == NotifyFailed }, limit)
+}
+
+// notificationsWhere lists up to limit notifications match accepts, with
+// their bodies.
+func (s *Store) notificationsWhere(match func(*Notification) bool, limit int) ([]*Notification, error) {
 	var out []*Notification
 	var derr error
 	// The records and their bodies from one snapshot, as in Notification.
@@ -254,7 +270,7 @@ func (s *Store) Notifications(merchant, orderID string, limit int) ([]*Notificat
 			derr = err
 			return false
 		}
-		if (merchant == "" || n.Merchant == merchant) && (orderID == "" || n.OrderID == orderID) {
+		if match(n) {
 			out = append(out, n)
 		}
 		return len(out) < limit

@@ -98,10 +98,11 @@ type Server struct {
 	http      *fasthttp.Server
 	endpoints map[string]namedEndpoint
 	metrics   *requestMetrics
-	fwd       *forwarder  // relays requests to the leader (forward.go)
-	peers     *PeerClient // asks members for their status (peer.go)
-	audit     auditLog    // serialises the leader's audit records (admin_audit.go)
-	hashers   sync.Pool   // *requestHasher keyed with cfg.HashKey
+	fwd       *forwarder              // relays requests to the leader (forward.go)
+	peers     *PeerClient             // asks members for their status (peer.go)
+	audit     auditLog                // serialises the leader's audit records (admin_audit.go)
+	dashboard fasthttp.RequestHandler // /dashboard/ (backoffice.go); nil: not served
+	hashers   sync.Pool               // *requestHasher keyed with cfg.HashKey
 	// handling counts requests being handled, for Shutdown: a connection
 	// with none is not waited for.
 	handling atomic.Int64
@@ -326,6 +327,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 		exposition.Write(ctx) // # HELP text from one table; an error is the client's going away
 	case strings.HasPrefix(path, "/admin/v1/"):
 		s.serveAdmin(ctx, path[len("/admin/v1/"):])
+	case s.dashboard != nil && (path == "/dashboard" || strings.HasPrefix(path, dashboardPrefix)):
+		s.dashboard(ctx)
 	default:
 		writeError(ctx, apierr.New(apierr.UnknownPath, "path", "no such path"))
 	}
