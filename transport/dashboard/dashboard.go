@@ -145,7 +145,7 @@ func (d *Dashboard) Handler(ctx *fasthttp.RequestCtx) {
 		if route != "" {
 			target += "?next=" + url.QueryEscape(string(ctx.RequestURI()))
 		}
-		ctx.Redirect(target, fasthttp.StatusSeeOther)
+		seeOther(ctx, target)
 		return
 	}
 	r.sess = sess
@@ -162,7 +162,7 @@ func (d *Dashboard) route(r *request, route string) {
 	parts := strings.Split(route, "/")
 	switch {
 	case route == "" && !post:
-		r.ctx.Redirect("/dashboard/orders", fasthttp.StatusSeeOther)
+		seeOther(r.ctx, "/dashboard/orders")
 	case route == "sign-out" && post:
 		d.signOut(r)
 	case route == "orders" && !post:
@@ -334,7 +334,7 @@ func (d *Dashboard) serveSignIn(ctx *fasthttp.RequestCtx) {
 	}
 	d.setCookie(ctx, signInCookie, "", time.Unix(1, 0))
 	d.setCookie(ctx, sessionCookie, token, time.Time{})
-	ctx.Redirect(next, fasthttp.StatusSeeOther)
+	seeOther(ctx, next)
 }
 
 // safeNext keeps a post-sign-in target only when it is a dashboard page
@@ -361,7 +361,7 @@ func (d *Dashboard) signOut(r *request) {
 	}
 	d.audit(r, "operator:"+r.sess.Email, "200")
 	d.setCookie(r.ctx, sessionCookie, "", time.Unix(1, 0))
-	r.ctx.Redirect("/dashboard/sign-in", fasthttp.StatusSeeOther)
+	seeOther(r.ctx, "/dashboard/sign-in")
 }
 
 // layout is what every page's frame renders.
@@ -461,4 +461,12 @@ func (d *Dashboard) serveAsset(ctx *fasthttp.RequestCtx, name string) {
 // opContext bounds a write the dashboard asks of the backend.
 func opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 15*time.Second)
+}
+
+// seeOther redirects to a dashboard path. The Location is relative:
+// fasthttp's Redirect makes it absolute from the request's host, which on
+// a request a follower relayed is the leader's cluster address.
+func seeOther(ctx *fasthttp.RequestCtx, path string) {
+	ctx.Response.Header.Set("Location", path)
+	ctx.SetStatusCode(fasthttp.StatusSeeOther)
 }

@@ -196,7 +196,7 @@ func (d *Dashboard) moveMoney(r *request, merchant, id, op string) {
 		d.orderPage(r, merchant, id, d.errorText(op, err), fasthttp.StatusUnprocessableEntity)
 		return
 	}
-	r.ctx.Redirect(orderPath(merchant, id)+"?done="+op, fasthttp.StatusSeeOther)
+	seeOther(r.ctx, orderPath(merchant, id)+"?done="+op)
 }
 
 // resend is POST /dashboard/notifications/{id}/resend.
@@ -221,7 +221,7 @@ func (d *Dashboard) resend(r *request, id string) {
 	if strings.Contains(back, "?") {
 		sep = "&"
 	}
-	r.ctx.Redirect(back+sep+"done=resent", fasthttp.StatusSeeOther)
+	seeOther(r.ctx, back+sep+"done=resent")
 }
 
 // failedListMax bounds the failed notifications page.
