@@ -1,0 +1,22 @@
+package node
+
+import (
+	"log/slog"
+
+	"github.com/paygate/gateway/transport/dashboard"
+	"github.com/paygate/gateway/transport/operator"
+)
+
+// mountDashboard serves the back office at /dashboard/ (contract 13) over
+// the front end's BackOffice and the node's operators.
+func (n *Node) mountDashboard(logger *slog.Logger) {
+	n.server.SetDashboard(dashboard.New(dashboard.Config{
+		Backend: n.server.BackOffice(), Auth: n.operators(), Logger: logger,
+	}).Handler)
+}
+
+// operators is the node's operator.Authenticator, the one place the
+// dashboard's sign-in is wired. Until operators are replicated records
+// (POST /admin/v1/operators) there is none, and the dashboard answers 503
+// saying so.
+func (n *Node) operators() operator.Authenticator { return nil }
