@@ -159,7 +159,7 @@ func TestBrowserDashboard(t *testing.T) {
 			}
 
 			// Open it from the table.
-			tb.do(chromedp.Click(`//table[@id="orders"]//a[text()="`+id+`"]`, chromedp.BySearch))
+			tb.do(chromedp.Click(`//table[@id="orders"]//a[text()="` + id + `"]`))
 			tb.waitURL(orderPage)
 			tb.do(chromedp.WaitVisible(chromedp.ID("card")))
 			if c := tb.text("card"); !strings.Contains(c, "411111******1111") {
@@ -173,7 +173,7 @@ func TestBrowserDashboard(t *testing.T) {
 
 			// Resend a notification: the endpoint is asked again.
 			before := hits.Load()
-			tb.do(chromedp.Click(`button.resend`, chromedp.ByQuery))
+			tb.do(chromedp.Click(chromedp.CSS(`button.resend`)))
 			tb.waitURL(orderPage + "?done=resent")
 			tb.do(chromedp.WaitVisible(chromedp.ID("done")))
 			for deadline := time.Now().Add(10 * time.Second); hits.Load() == before; time.Sleep(20 * time.Millisecond) {
@@ -231,7 +231,7 @@ func TestBrowserDashboard(t *testing.T) {
 				{"/dashboard/cluster", "dashboard-cluster.png"},
 				{"/dashboard/audit", "dashboard-audit.png"},
 			} {
-				tb.do(chromedp.Navigate(base+p.path), chromedp.WaitVisible(`main`, chromedp.ByQuery))
+				tb.do(chromedp.Navigate(base+p.path), chromedp.WaitVisible(chromedp.CSS(`main`)))
 				if got := eval[string](tb, "document.querySelector('h1').textContent"); got == "" || strings.Contains(got, "Not") {
 					t.Fatalf("%s: heading %q", p.path, got)
 				}

@@ -190,7 +190,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		Wallets: wallets, Forms: n.forms(), VaultCount: n.CountUnderPrevious,
 		DialPeer: dialPeer, PKI: n.pki,
 	})
-	n.mountDashboard(logger) // dashboard.go
+	n.mountDashboard(logger)                          // dashboard.go
 	if n.listener, err = n.listenHTTP(); err != nil { // httptls.go
 		return nil, err
 	}

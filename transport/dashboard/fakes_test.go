@@ -96,7 +96,7 @@ func newFakeBackend() *fakeBackend {
 	o := &order.Order{Merchant: "mer_a", ID: "order-1", Amount: 123456, Currency: "EUR", Status: order.StatusSettled,
 		SettledAmount: 123456, CustomerEmail: "jane@example.com", CreatedAt: time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC).UnixNano(),
 		Source: order.PaymentSource{Type: "card", Brand: "visa", BIN: "424242", Masked: "424242******4242"},
-		Txns: []order.Transaction{{ID: "t1", Operation: "charge", Status: "success", Currency: "EUR", Amount: 123456}}}
+		Txns:   []order.Transaction{{ID: "t1", Operation: "charge", Status: "success", Currency: "EUR", Amount: 123456}}}
 	return &fakeBackend{
 		orders: map[string]*order.Order{"mer_a/order-1": o},
 		notes: []webhook.AdminView{{ID: "n1", MerchantID: "mer_a", OrderID: "order-1", OrderStatus: "settled", URL: "https://shop.example/hook",
