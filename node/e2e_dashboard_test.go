@@ -52,6 +52,16 @@ func signInDashboard(tb *tab, base, email string) {
 	tb.do(chromedp.WaitVisible(chromedp.ID("orders")))
 }
 
+// signOutDashboard signs out with the header's button; the dashboard then
+// sends the browser to the sign-in page, also when asked for a page.
+func signOutDashboard(tb *tab, base string) {
+	tb.t.Helper()
+	tb.do(chromedp.Click(chromedp.CSS(`form.who button`)))
+	tb.waitURL(base + "/dashboard/sign-in")
+	tb.do(chromedp.Navigate(base + "/dashboard/orders"))
+	tb.waitURL(base + "/dashboard/sign-in")
+}
+
 // search fills one filter of the orders page and submits it.
 func searchOrders(tb *tab, base, field, value string) {
 	tb.t.Helper()
@@ -101,8 +111,8 @@ func TestBrowserDashboard(t *testing.T) {
 	t.Cleanup(hook.Close)
 
 	const card, otherCard = "4111111111111111", "5555555555554444"
-	email := fmt.Sprintf("dash-%d@example.com", time.Now().UnixNano())
-	id := newOrderID("dash")
+	// Ids without long runs of digits: no page may hold one (noFullPAN).
+	const email, id, other = "jane.dash@example.com", "dash-order-a", "dash-order-b"
 	body := chargeBody(id, card, 1200, 0) // a sale: settled once approved
 	body["callback_url"] = hook.URL + "/hook"
 	body["customer"] = map[string]any{"user_id": "u1", "email": email, "ip_address": "203.0.113.7"}
@@ -110,7 +120,6 @@ func TestBrowserDashboard(t *testing.T) {
 		t.Fatalf("charge: %s", r.Body)
 	}
 	m.WaitStatus(t, id, "settled", 10*time.Second)
-	other := newOrderID("dash-other")
 	if r := m.Post(t, "charge", chargeBody(other, otherCard, 990, 24)); r.Status != 200 {
 		t.Fatalf("charge: %s", r.Body)
 	}
@@ -137,7 +146,7 @@ func TestBrowserDashboard(t *testing.T) {
 
 	for _, role := range []string{"support", "finance", "admin"} {
 		t.Run(role, func(t *testing.T) {
-			tb := b.tab(t)
+			tb := b.tab(t, chromedp.WithNewBrowserContext()) // cookies of its own
 			tb.do(chromedp.EmulateViewport(1280, 900))
 			signInDashboard(tb, base, role+"@ops.example")
 
@@ -207,6 +216,7 @@ func TestBrowserDashboard(t *testing.T) {
 				if o := m.Post(t, "status", map[string]any{"order_id": id}); o.Num("refunded_amount") != 0 {
 					t.Fatalf("a forged refund by %s moved money: %s", role, o.Body)
 				}
+				signOutDashboard(tb, base)
 				return
 			}
 
@@ -248,6 +258,7 @@ func TestBrowserDashboard(t *testing.T) {
 					t.Errorf("the audit page lacks %q", want)
 				}
 			}
+			signOutDashboard(tb, base)
 		})
 	}
 
