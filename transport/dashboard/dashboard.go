@@ -21,8 +21,8 @@
 //     double-submit token bound to a short-lived cookie.
 //   - Every action is checked on the server with Role.Can, whatever the
 //     page showed, and is an audit record whose actor is the operator's
-//     e-mail (refusals included). Sign-ins are audited by the
-//     Authenticator.
+//     e-mail (refusals included). Sign-ins and sign-outs are audited by
+//     the Authenticator.
 //   - Writes run on the leader: a follower relays the whole request
 //     (Backend.Leader), which the leader checks again.
 package dashboard
@@ -354,12 +354,11 @@ func (d *Dashboard) signInPage(ctx *fasthttp.RequestCtx, status int, next, email
 }
 
 func (d *Dashboard) signOut(r *request) {
+	// The Authenticator audits sign-outs, as it does sign-ins.
 	if err := d.cfg.Auth.SignOut(r.token); err != nil {
-		d.audit(r, "operator:"+r.sess.Email, "500")
 		d.render(r, fasthttp.StatusServiceUnavailable, "error", "Sign out", map[string]any{"Message": d.errorText("sign out", err)})
 		return
 	}
-	d.audit(r, "operator:"+r.sess.Email, "200")
 	d.setCookie(r.ctx, sessionCookie, "", time.Unix(1, 0))
 	seeOther(r.ctx, "/dashboard/sign-in")
 }
