@@ -375,7 +375,10 @@ func TestDashboardOnAFollower(t *testing.T) {
 		t.Fatalf("resend without the CSRF token on a follower: %d", resp.StatusCode)
 	}
 	var audit struct {
-		Records []struct{ Actor, Action, Target, SourceIP, Result string } `json:"records"`
+		Records []struct {
+			Actor, Action, Target, Result string
+			SourceIP                      string `json:"source_ip"`
+		} `json:"records"`
 	}
 	if _, err := leader.Admin("GET", "/admin/v1/audit?limit=1000", "", &audit); err != nil {
 		t.Fatal(err)
