@@ -81,9 +81,9 @@ func whenText(s string) template.HTML {
 // badge is the CSS class of a status badge: good, bad, wait or off.
 func badge(status any) string {
 	switch s, _ := status.(string); s {
-	case "settled", "success", "delivered", "200":
+	case "settled", "success", "delivered", "200", "ok":
 		return "good"
-	case "declined", "fail", "failed", "expired":
+	case "declined", "fail", "failed", "expired", "rate_limited":
 		return "bad"
 	case "processing", "pending", "verify", "created", "authorized":
 		return "wait"
