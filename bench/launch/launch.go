@@ -16,12 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // BuildGatewayd builds ./cmd/gatewayd of the module the working directory
@@ -49,21 +51,46 @@ func Build(ctx context.Context, dir, name string) (string, error) {
 	return bin, nil
 }
 
-// FreePorts asks the kernel for n free loopback ports. They are released
-// before gatewayd binds them, so another process may take one in between:
-// callers start a node again on fresh ports when it cannot bind.
+// FreePorts finds n free loopback ports. They are released before gatewayd
+// binds them, so another process may take one in between: callers start a
+// node again on fresh ports when it cannot bind. They are drawn at random
+// below Linux's ephemeral range (32768 and up by default), not from the
+// kernel's ":0": every outgoing connection of a busy test run takes an
+// ephemeral port, and one of them took a port handed out here often enough
+// to fail full runs ("address already in use").
 func FreePorts(n int) ([]int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, errors.New("no free loopback port found in 20000-32767")
+		}
+		p := portFloor + rand.IntN(portCeil-portFloor)
+		if handedOut.ports[p] {
+			continue // this process may not have bound it yet
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
-			return nil, err
+			continue
 		}
 		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		handedOut.ports[p] = true
+		ports = append(ports, p)
 	}
 	return ports, nil
 }
+
+// handedOut is every port this process was given, never given twice (a
+// node restarted later binds its old ports again).
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// The range FreePorts draws from: above the well-known and common service
+// ports, below the ephemeral range.
+const portFloor, portCeil = 20000, 32768
 
 // Admin calls one node's admin API.
 type Admin struct {

@@ -14,6 +14,7 @@ type Family struct {
 var families = map[string]Family{
 	// The merchant API (transport/server).
 	"gateway_http_requests_total":             {Help: "Merchant API requests answered, by operation (op) and HTTP status (code); op=\"unknown\" is a path that names no operation."},
+	"gateway_http_handler_panics_total":       {Help: "Requests whose handling panicked and were answered 500 5.03 (the node stays up; the log has the stack). Anything above 0 is a bug to report."},
 	"gateway_http_request_duration_seconds":   {Help: "Merchant API request latency in seconds, from the request read to the answer written, by operation (op) and HTTP status (code)."},
 	"gateway_forwarded_requests_total":        {Help: "Writes this follower relayed to the leader."},
 	"gateway_forwarded_requests_failed_total": {Help: "Writes this follower could not relay to the leader (answered 503 6.02 or 500 5.03)."},

@@ -61,3 +61,7 @@ func (s *Server) opLabel(path string) string {
 	}
 	return opUnknown
 }
+
+// handlerPanics counts requests recovered from a panic (recoverPanic);
+// it exists at 0 so an alert can watch it.
+var handlerPanics = metrics.GetOrCreateCounter("gateway_http_handler_panics_total")

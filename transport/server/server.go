@@ -23,6 +23,7 @@ import (
 	"hash"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"net"
 	"strconv"
 	"strings"
@@ -280,6 +281,7 @@ func (s *Server) drain(ctx context.Context) error {
 func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	s.handling.Add(1)
 	defer s.handling.Add(-1)
+	defer s.recoverPanic(ctx)
 	if s.closed.Load() {
 		ctx.SetConnectionClose()
 		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "the node is shutting down: send the request again"))
@@ -332,6 +334,24 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	default:
 		writeError(ctx, apierr.New(apierr.UnknownPath, "path", "no such path"))
 	}
+}
+
+// recoverPanic turns a panic in one request's handling into a 500 for that
+// request instead of the end of the process (and of every other request in
+// flight). fasthttp, unlike net/http, does not recover. The log names the
+// path and the panic's value and stack, never the body: it may hold card
+// data. The connection is closed, since the handler may have left it
+// mid-answer.
+func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	s.cfg.Logger.Error("request handler panicked", "path", string(ctx.Path()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	handlerPanics.Inc()
+	ctx.Response.Reset()
+	ctx.SetConnectionClose()
+	writeError(ctx, apierr.New(apierr.Internal, "server", "the request failed unexpectedly; it was not applied unless status says so"))
 }
 
 func bodyTooLarge() *apierr.Error {
