@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/paygate/gateway/node/nodetest"
+	"github.com/paygate/gateway/order/card"
 )
 
 // Browser tests of the back office at /dashboard/ (contract 13), in
@@ -87,28 +88,13 @@ func searchOrders(tb *tab, base, field, value string) {
 // pageHTML is the current document's markup.
 func pageHTML(tb *tab) string { return eval[string](tb, "document.documentElement.outerHTML") }
 
-// noFullPAN fails when the page's markup holds a run of 13 to 19 digits
-// standing alone (a card number; an ARN has 23), or any of the test's card numbers.
-var cardLikeRun = regexp.MustCompile(`(?:^|\D)(\d{13,19})(?:\D|$)`)
-
-// hexToken is a hash or an id in hex (the audit chain's hashes,
-// notification ids): digits among letters, never a card number.
-var hexToken = regexp.MustCompile(`[0-9a-f]{20,}`)
-
-func withoutHex(html string) string {
-	return hexToken.ReplaceAllStringFunc(html, func(s string) string {
-		if strings.ContainsAny(s, "abcdef") {
-			return "-"
-		}
-		return s
-	})
-}
-
+// noFullPAN fails when the page's markup holds a card number standing
+// alone (card.FindPAN), or any of the test's card numbers.
 func noFullPAN(tb *tab, where string, cards ...string) {
 	tb.t.Helper()
-	html := withoutHex(pageHTML(tb))
-	if m := cardLikeRun.FindStringSubmatch(html); m != nil {
-		tb.t.Errorf("%s: the page holds a card-number-like run of digits %s", where, m[1])
+	html := pageHTML(tb)
+	if pan := card.FindPAN(html); pan != "" {
+		tb.t.Errorf("%s: the page holds a card number %s", where, pan)
 	}
 	for _, c := range cards {
 		if strings.Contains(html, c) {
