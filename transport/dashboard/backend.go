@@ -70,13 +70,13 @@ type MIDLister interface {
 	MIDs() ([]MID, error)
 }
 
-// MID is a processing MID as the dashboard lists it.
+// MID is a processing MID as the dashboard lists it (GET /admin/v1/mids).
 type MID struct {
-	ID         string
-	MerchantID string
-	Acquirer   string
-	Currencies []string
-	Active     bool
+	ID           string
+	MerchantID   string
+	AcquirerAddr string // the acquirer host its movements go to
+	Currencies   []string
+	RegisteredAt time.Time
 }
 
 // Movement is an operator's settle, void or refund of one order.

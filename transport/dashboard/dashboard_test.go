@@ -279,3 +279,18 @@ func TestSafeNext(t *testing.T) {
 		}
 	}
 }
+
+func TestMIDsPage(t *testing.T) {
+	h := newHarness(t)
+	token, _ := h.signIn("admin@ops.example", nil)
+	if body := h.do("GET", "/dashboard/mids", map[string]string{sessionCookie: token}, nil).body; !strings.Contains(body, "no MID registry") {
+		t.Errorf("a backend without MIDs: the page does not say so")
+	}
+	h.d = New(Config{Backend: midBackend{h.be}, Auth: h.auth})
+	body := h.do("GET", "/dashboard/mids", map[string]string{sessionCookie: token}, nil).body
+	for _, want := range []string{"mid-1", "10.0.0.5:8583", "EUR, USD", `<time datetime="2026-11-01T00:00:00Z">`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("MIDs page lacks %q", want)
+		}
+	}
+}

@@ -303,3 +303,11 @@ func hiddenValue(t *testing.T, body, name string) string {
 	rest := body[i+len(marker):]
 	return rest[:strings.IndexByte(rest, '"')]
 }
+
+// midBackend is a backend with a MID registry.
+type midBackend struct{ *fakeBackend }
+
+func (midBackend) MIDs() ([]MID, error) {
+	return []MID{{ID: "mid-1", MerchantID: "mer_a", AcquirerAddr: "10.0.0.5:8583", Currencies: []string{"EUR", "USD"},
+		RegisteredAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}}, nil
+}
