@@ -57,6 +57,12 @@ func TestSignInCSRF(t *testing.T) {
 	if res.status != fasthttp.StatusUnauthorized || res.cookies[sessionCookie] != nil {
 		t.Errorf("wrong password: %d, cookie %v", res.status, res.cookies[sessionCookie])
 	}
+	res = h.do("POST", "/dashboard/sign-in", map[string]string{signInCookie: cookie},
+		map[string]string{"csrf": csrf, "email": "limited@ops.example", "password": testPassword})
+	if res.status != fasthttp.StatusTooManyRequests || res.header["Retry-After"] == "" || res.cookies[sessionCookie] != nil ||
+		!strings.Contains(res.body, "Too many attempts") {
+		t.Errorf("rate-limited sign-in: %d, Retry-After %q", res.status, res.header["Retry-After"])
+	}
 }
 
 func TestSignInRefusesSessionFixation(t *testing.T) {

@@ -55,6 +55,9 @@ func (a *memAuth) SignIn(email, password, _ string, now time.Time) (string, oper
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.signIns++
+	if email == "limited@ops.example" { // stands for an address over the sign-in limit
+		return "", operator.Session{}, operator.ErrRateLimited
+	}
 	op, ok := a.operators[email]
 	if !ok || op.password != password {
 		return "", operator.Session{}, operator.ErrBadCredentials
