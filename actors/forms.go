@@ -140,6 +140,9 @@ func (a *orderActor) initPayment(m *InitPayment) *Reply {
 		_, out := order.Apply(cur, cmd)
 		return &Reply{Order: cur, Reject: out.Reject}
 	}
+	if rej := checkRoute(a.deps.Store, m.Merchant, &m.Data); rej != nil {
+		return &Reply{Reject: rej}
+	}
 	res, err := a.propose(cmd)
 	if err != nil {
 		return &Reply{Err: err}

@@ -46,7 +46,8 @@ func (a *orderActor) moveRequest(o *order.Order, m order.Movement, repeat bool) 
 	req := acquirer.MoveRequest{
 		Kind: string(m.Kind), Repeat: repeat, STAN: m.STAN, RRN: m.RRN, At: time.Unix(0, m.At),
 		Amount: m.Amount, Currency: o.Currency, MID: o.ProcessingMID, MerchantID: o.Merchant,
-		OrigMTI: "0100", OrigTrace: o.AuthTrace,
+		AcquirerAddr: AcquirerAddr(a.deps.Store, o),
+		OrigMTI:      "0100", OrigTrace: o.AuthTrace,
 	}
 	if len(o.Txns) > 0 && o.Txns[0].Operation == order.OpSale {
 		req.OrigMTI = "0200"
@@ -75,7 +76,7 @@ func (a *orderActor) sendMove(o *order.Order, txnID string) *order.Order {
 		a.deps.Logger.Error("movement: build request", "order_id", o.ID, "txn_id", txnID, "error", err)
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(a.term, 30*time.Second)
 	res, err := a.deps.Acquirer.Move(ctx, req)
 	cancel()
 	if err != nil {
@@ -86,8 +87,16 @@ func (a *orderActor) sendMove(o *order.Order, txnID string) *order.Order {
 }
 
 // repeatMove repeats req on a goroutine until the acquirer answers; the
-// answer comes back to this actor (or a successor).
+// answer comes back to this actor (or a successor). The repeats end with
+// the actor's term: a node that no longer leads stops sending, and the new
+// leader drives the movement from the log.
 func (a *orderActor) repeatMove(req acquirer.MoveRequest, txnID string) {
+	if a.term.Err() != nil {
+		// Spawned while the registry stopped its actors: this node does
+		// not lead. The movement waits in the log for a leader; this
+		// actor, awaiting nothing, retires and leaves it to a successor.
+		return
+	}
 	if a.moving == nil {
 		a.moving = map[string]bool{}
 	}
@@ -97,16 +106,20 @@ func (a *orderActor) repeatMove(req acquirer.MoveRequest, txnID string) {
 	movesPending.Add(1)
 	go func() {
 		defer movesPending.Add(-1)
+		term := a.term
 		backoff := 50 * time.Millisecond
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		for term.Err() == nil {
+			ctx, cancel := context.WithTimeout(term, 30*time.Second)
 			res, err := a.deps.Acquirer.Move(ctx, req)
 			cancel()
 			if err == nil {
 				a.reg.Deliver(a.key, &moveAnswer{txnID: txnID, res: res})
 				return
 			}
-			time.Sleep(backoff)
+			select {
+			case <-time.After(backoff):
+			case <-term.Done():
+			}
 			backoff = min(2*backoff, 5*time.Second)
 		}
 	}()

@@ -49,6 +49,7 @@ type Reader interface {
 	Token(token string) (*persistence.TokenRecord, error)
 	Card(cardID string) ([]byte, error)
 	Idempotency(merchant, key string) (*persistence.IdemRecord, error)
+	MIDs // routes.go
 }
 
 // tokenInvalid refuses a payment_token that is unknown, expired or another
@@ -159,11 +160,18 @@ type orderActor struct {
 	// moving names the movements being repeated on a goroutine of this
 	// actor's (moves.go), by transaction id.
 	moving map[string]bool
+	// term is the registry's term the actor was spawned in: it ends when
+	// the registry stops its actors (leadership lost), and with it the
+	// repeats this actor started.
+	term context.Context
 }
 
 // NewOrderActorProducer returns the registry's actor factory.
 func NewOrderActorProducer(deps *Deps, reg func() *Registry) func(Key) actor.Actor {
-	return func(k Key) actor.Actor { return &orderActor{key: k, deps: deps, reg: reg()} }
+	return func(k Key) actor.Actor {
+		r := reg()
+		return &orderActor{key: k, deps: deps, reg: r, term: r.Term()}
+	}
 }
 
 // Receive runs on whichever goroutine posts to the idle mailbox (registry.go):
@@ -235,11 +243,14 @@ func (a *orderActor) create(m *Create) *Reply {
 	// replays or refuses a create for an existing order. Reading Pebble for
 	// every new order_id would cost a miss on the hot path for nothing.
 	cur := a.deps.Store.CachedOrder(m.Merchant, m.OrderID)
-	if cur == nil && m.Token != "" {
+	routeRefused := checkRoute(a.deps.Store, m.Merchant, &m.Data)
+	if cur == nil && (m.Token != "" || routeRefused != nil) {
 		// A token may have expired since it paid for this order, and an
 		// expired token is refused before anything is proposed: a repeat of
 		// the charge must still find its order (contract section 5), so a
-		// token payment reads the store before it resolves the token.
+		// token payment reads the store before it resolves the token. So
+		// does a request the MID rules refuse: its order may have been made
+		// before the merchant's MIDs were registered.
 		var err error
 		if cur, err = a.deps.Store.GetOrder(m.Merchant, m.OrderID); err != nil {
 			return &Reply{Err: err}
@@ -252,6 +263,9 @@ func (a *orderActor) create(m *Create) *Reply {
 		}
 		_, out := order.Apply(cur, &order.Command{Kind: order.KindCreate, RequestHash: m.RequestHash})
 		return &Reply{Order: cur, Reject: out.Reject}
+	}
+	if routeRefused != nil {
+		return &Reply{Reject: routeRefused}
 	}
 	now := a.deps.Now()
 	// The message is this actor's own and read once: its Data becomes the
@@ -389,7 +403,7 @@ func (a *orderActor) startAuth(o *order.Order, card vault.Card, cvv, cryptogram,
 			Reference: o.Pending.TxnID, PAN: card.PAN, ExpMonth: card.ExpMonth, ExpYear: card.ExpYear,
 			HolderName: card.HolderName, CVV: cvv, Amount: o.Amount, Currency: o.Currency,
 			Descriptor: o.Descriptor, MerchantID: o.Merchant, Cryptogram: cryptogram, ECI: eci,
-			MID: o.ProcessingMID, Sale: o.SettleDelayHours == 0,
+			MID: o.ProcessingMID, AcquirerAddr: AcquirerAddr(a.deps.Store, o), Sale: o.SettleDelayHours == 0,
 		},
 		answer: authAnswer{txnID: o.Pending.TxnID, issueToken: o.Source.Type == "card", settleDelayHours: o.SettleDelayHours},
 	}

@@ -51,12 +51,18 @@ var fixtureIDs atomic.Int64
 // another on the same dir and vault sees what a restarted node sees.
 func newFixtureIn(t *testing.T, dir string, v *vault.Vault, now func() time.Time) *fixture {
 	t.Helper()
+	return newFixtureWith(t, dir, v, now, newTestAcquirer(t, 0))
+}
+
+// newFixtureWith is newFixtureIn with the acquirer given.
+func newFixtureWith(t *testing.T, dir string, v *vault.Vault, now func() time.Time, acq *testAcquirer) *fixture {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store, err := persistence.Open(dir, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{store: store, proposer: persistencetest.NewLog(store), acq: newTestAcquirer(t, 0)}
+	f := &fixture{store: store, proposer: persistencetest.NewLog(store), acq: acq}
 	f.deps = &Deps{
 		Proposer: f.proposer, Store: store, Acquirer: f.acq, Vault: v, Logger: logger,
 		Now: now, NewID: func() string { return fmt.Sprintf("id-%06d", fixtureIDs.Add(1)) },

@@ -10,6 +10,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"hash/maphash"
 	"sync"
@@ -44,6 +45,13 @@ type Registry struct {
 	seed    maphash.Seed
 	shards  [shardCount]shard
 	stopped atomic.Bool
+
+	// term ends when StopAll stops the actors spawned before it: the work
+	// they started off their mailboxes (a movement repeated until
+	// answered) ends with them, so a deposed leader stops sending.
+	termMu  sync.Mutex
+	term    context.Context
+	endTerm context.CancelFunc
 }
 
 type shard struct {
@@ -62,6 +70,7 @@ type entry struct {
 // NewRegistry makes a registry; produce builds the actor for a key.
 func NewRegistry(system *actor.ActorSystem, produce func(Key) actor.Actor) *Registry {
 	r := &Registry{system: system, produce: produce, seed: maphash.MakeSeed()}
+	r.term, r.endTerm = context.WithCancel(context.Background())
 	for i := range r.shards {
 		r.shards[i].m = make(map[Key]*entry)
 	}
@@ -263,12 +272,33 @@ func (r *Registry) Live() int {
 	return n
 }
 
-// StopAll stops every actor (leadership lost, or shutdown). Later sends
-// spawn fresh actors unless the registry is stopped for good.
+// Term is a context that ends at the next StopAll. An actor takes it when
+// it is spawned and bounds with it what it leaves running on other
+// goroutines.
+func (r *Registry) Term() context.Context {
+	r.termMu.Lock()
+	defer r.termMu.Unlock()
+	return r.term
+}
+
+// StopAll stops every actor (leadership lost, or shutdown) and ends their
+// term. Later sends spawn fresh actors, in a new term, unless the registry
+// is stopped for good.
 func (r *Registry) StopAll(final bool) {
 	if final {
 		r.stopped.Store(true)
 	}
+	r.termMu.Lock()
+	r.endTerm() // actors spawned while the others stop are in the ended term too
+	r.termMu.Unlock()
+	defer func() {
+		if final {
+			return
+		}
+		r.termMu.Lock()
+		r.term, r.endTerm = context.WithCancel(context.Background())
+		r.termMu.Unlock()
+	}()
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.Lock()

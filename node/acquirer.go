@@ -14,7 +14,9 @@ import (
 // sandbox host started here on a loopback port with its ledger in
 // <data-dir>/acquirer, so a development node and the tests need no other
 // process. Either way the payments take the same path: codec, TCP, host.
-func (n *Node) startAcquirer(cfg Config, logger *slog.Logger) (*link.Acquirer, error) {
+// The acquirer it returns routes an order whose MID is registered with
+// another host to that host, over a link of its own (link.Router).
+func (n *Node) startAcquirer(cfg Config, logger *slog.Logger) (*link.Router, error) {
 	addr := cfg.AcquirerAddr
 	if addr == "" {
 		h, err := host.Open(host.Config{DataDir: filepath.Join(cfg.DataDir, "acquirer"),
@@ -33,14 +35,23 @@ func (n *Node) startAcquirer(cfg Config, logger *slog.Logger) (*link.Acquirer, e
 		addr = ln.Addr().String()
 		logger.Info("sandbox acquirer host in-process", "addr", addr)
 	}
-	n.acquirerLink = link.Dial(link.Config{Addr: addr, Timeout: cfg.AcquirerTimeout,
-		Logger: logger.With("component", "acquirer-link")})
-	return link.NewAcquirer(n.acquirerLink), nil
+	// Every link, the default's and those of the hosts MIDs are registered
+	// with (dialled on first use by the router), is made here.
+	dial := func(addr string) *link.Client {
+		return link.Dial(link.Config{Addr: addr, Timeout: cfg.AcquirerTimeout,
+			Logger: logger.With("component", "acquirer-link", "acquirer_addr", addr)})
+	}
+	n.acquirerLink = dial(addr)
+	n.acquirers = link.NewRouter(link.NewAcquirer(n.acquirerLink), addr, dial)
+	return n.acquirers, nil
 }
 
 // closeAcquirer ends the link and the in-process host, after the actors
 // that use them.
 func (n *Node) closeAcquirer() {
+	if n.acquirers != nil {
+		n.acquirers.Close()
+	}
 	if n.acquirerLink != nil {
 		n.acquirerLink.Close()
 	}

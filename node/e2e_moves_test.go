@@ -257,12 +257,7 @@ func TestGatewayKilledWithMovementsPending(t *testing.T) {
 	for i := range ids {
 		ids[i], rrns[i] = authorize(t, m, int64(200+i))
 	}
-	acq.SetFaults(`{"drop_answers":1}`)
-	for _, id := range ids {
-		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Str("status") != "authorized" {
-			t.Fatalf("settle without an answer: %s", s.Body)
-		}
-	}
+	settleUnanswered(t, acq, m, ids)
 	n.Kill()
 	acq.SetFaults(`{}`)
 	n.Restart()
@@ -275,32 +270,27 @@ func TestGatewayKilledWithMovementsPending(t *testing.T) {
 	}
 }
 
+// settleUnanswered settles each order while acq drops its answers: each
+// settle answers with the order still authorized and its capture pending.
+func settleUnanswered(t *testing.T, acq *nodetest.Acquirerd, m *nodetest.Merchant, ids []string) {
+	t.Helper()
+	acq.SetFaults(`{"drop_answers":1}`)
+	for _, id := range ids {
+		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Str("status") != "authorized" {
+			t.Fatalf("settle without an answer: %s", s.Body)
+		}
+	}
+}
+
 // A sale whose answer never comes is declined 6.02 and reversed: the host
 // decided and recorded it, and the reversal (recorded once, answered once
 // the fault ends) takes it out of the report. A late approval changes
 // nothing.
 func TestUnansweredSaleIsReversedAndDeclined(t *testing.T) {
 	acq, _, m := startMoves(t)
-	acq.SetFaults(`{"drop_answers":1}`)
-	id := newOrderID("lost")
-	m.Post(t, "charge", chargeBody(id, acquirer.CardVisaApproved, 800, 0))
-	st := m.WaitStatus(t, id, "declined", 60*time.Second)
-	if st.Str("decline.code") != "6.02" {
-		t.Fatalf("unanswered sale: %s", st.Body)
-	}
-	rrn := acquirer.RRN(txnOf(t, st, "sale")["id"].(string))
+	id, rrn := declinedUnanswered(t, acq, m, `{"drop_answers":1}`, 800, 0)
 	acq.SetFaults(`{}`)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		recs := ledger(t, acq, rrn)
-		if recs["sale 00"] == 1 && recs["reversal 00"] == 1 && len(recs) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ledger records of the lost sale: %v, want the approved sale and its reversal, once each", recs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReversed(t, acq, rrn, "sale")
 	if rows := reportRows(acq); len(rows[rrn+" sale"]) != 0 {
 		t.Fatalf("a reversed sale in the settlement report: %v", rows)
 	}

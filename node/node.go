@@ -45,6 +45,9 @@ type Node struct {
 	// acquirerLink is the connection to the acquirer host; acquirerHost
 	// the sandbox host run in-process without --acquirer-addr (nil with it).
 	acquirerLink *link.Client
+	// acquirers routes each order's messages to its MID's host, over a
+	// link per host, or to acquirerLink (contract 12).
+	acquirers *link.Router
 	acquirerHost *host.Host
 	webhooks     *webhook.Dispatcher
 	// hookClient delivers notifications; its idle connections to

@@ -143,6 +143,7 @@ const (
 	RejectInvalid                  // 422 2.01: a field breaks a rule (CheckTokenCard)
 	RejectCVV                      // 422 2.06: card_cvv of the wrong length for the card (CheckTokenCard)
 	RejectTokenInvalid             // 422 7.01: payment_token unknown, expired or another merchant's
+	RejectCurrency                 // 422 2.03: a currency the order's processing MID does not accept
 )
 
 // Rejection explains why a command, or a request before it became one,

@@ -33,7 +33,9 @@ type Result struct {
 	Rewrapped int
 	// Merchant is the merchant record a key rotation wrote.
 	Merchant *command.Merchant
-	Err      error
+	// MID is the MID record a registration wrote (or found the same).
+	MID *command.MID
+	Err error
 }
 
 // Batch is one Pebble batch: the effects of one Raft batch, applied by the
@@ -62,6 +64,9 @@ type Batch struct {
 	encBuf []byte
 	// timed is what this batch added to the schedules (timed.go).
 	timed timedAdds
+	// mids are the MIDs this batch registered, for the index once
+	// committed (mids.go).
+	mids []*command.MID
 }
 
 // Get reads through the batch: its own writes, then the store.
@@ -167,6 +172,7 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 		checkpointed()
 	}
 	b.s.pending.committed(b.pendingChanges, appliedIndex)
+	b.s.midsCommitted(b.mids)
 	b.s.fsm.committed(b)
 	return nil
 }
@@ -264,6 +270,8 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyClusterCA(c.ClusterCA)
 	case c.JoinToken != nil:
 		return b.applyJoinToken(c.JoinToken)
+	case c.MID != nil:
+		return b.applyMID(c.MID)
 	}
 	return Result{Err: fmt.Errorf("empty command")}
 }

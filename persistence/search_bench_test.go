@@ -84,3 +84,129 @@ func benchmarkSearch(b *testing.B, n int) {
 	b.ReportMetric(float64(took[len(took)/2]), "p50-ns")
 	b.ReportMetric(float64(took[len(took)*99/100]), "p99-ns")
 }
+
+// BenchmarkSearchSizes compares one page of search on a small store and a
+// large one (sizes $SEARCH_BENCH_SIZES, default "10000,1000000"), with
+// filters whose result does not grow with the store, so that the figure
+// is the cost of the store's size and nothing else (issue 36's target: p99
+// at 1 M within 1.5x of 10 k). Each order belongs to one of 10 merchants
+// and one of N/20 customers (20 orders each, spread over the whole history),
+// created 1 ms after the previous one. Each search, at a random place in the
+// history, finds 20 orders: a customer's e-mail; a merchant's orders in a
+// window of 200 ms (20 of theirs); every merchant's in a window of 20 ms.
+// The two stores are searched in turn, on the same minutes, so that the
+// machine's load weighs on both alike; p50 and p99 are reported for each and
+// p99-ratio is the large store's p99 over the small one's.
+//
+//	go test -run '^$' -bench SearchSizes -benchtime 20000x -timeout 60m ./persistence/
+func BenchmarkSearchSizes(b *testing.B) {
+	spec := os.Getenv("SEARCH_BENCH_SIZES")
+	if spec == "" {
+		spec = "10000,1000000"
+	}
+	var sizes []int
+	for _, s := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sizes = append(sizes, n)
+	}
+	// Loaded here, once: the sub-benchmark runs with b.N 1 first, then
+	// with the count asked for, on the same stores.
+	stores := make([]*Store, len(sizes))
+	for i, n := range sizes {
+		start := time.Now()
+		stores[i] = loadSearchStore(b, n)
+		b.Logf("%d orders loaded in %s", n, time.Since(start).Round(time.Second))
+	}
+	b.Run("orders="+spec, func(b *testing.B) { searchSizes(b, sizes, stores) })
+}
+
+func searchSizes(b *testing.B, sizes []int, stores []*Store) {
+	if b.N < 2*len(sizes) {
+		return
+	}
+	const base = int64(1_700_000_000_000_000_000)
+	rng := rand.New(rand.NewPCG(3, 4))
+	kinds := []string{"email", "merchant-window", "window"}
+	query := func(n, kind int) SearchFilter {
+		at := base + int64(rng.IntN(n-200))*int64(time.Millisecond)
+		switch kind {
+		case 0:
+			return SearchFilter{Email: fmt.Sprintf("c%d@example.com", rng.IntN(n/20))}
+		case 1:
+			return SearchFilter{Merchant: "m" + strconv.Itoa(rng.IntN(10)), CreatedFrom: at, CreatedTo: at + 200*int64(time.Millisecond)}
+		}
+		return SearchFilter{CreatedFrom: at, CreatedTo: at + 20*int64(time.Millisecond)}
+	}
+	took := make([][]time.Duration, len(sizes))
+	byKind := make([][][]time.Duration, len(sizes)) // [size][kind]
+	for k := range byKind {
+		byKind[k] = make([][]time.Duration, len(kinds))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % len(sizes)
+		kind := i / len(sizes) % len(kinds)
+		f := query(sizes[k], kind)
+		f.Limit = 100
+		start := time.Now()
+		page, err := stores[k].SearchOrders(f)
+		d := time.Since(start)
+		took[k] = append(took[k], d)
+		byKind[k][kind] = append(byKind[k][kind], d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page.Orders) != 20 {
+			b.Fatalf("%+v found %d orders, want 20", f, len(page.Orders))
+		}
+	}
+	b.StopTimer()
+	var p99 []float64
+	for k, n := range sizes {
+		slices.Sort(took[k])
+		b.ReportMetric(float64(took[k][len(took[k])/2]), fmt.Sprintf("p50-ns-%d", n))
+		p99 = append(p99, float64(took[k][len(took[k])*99/100]))
+		b.ReportMetric(p99[k], fmt.Sprintf("p99-ns-%d", n))
+		for kind, name := range kinds {
+			t := byKind[k][kind]
+			slices.Sort(t)
+			b.ReportMetric(float64(t[len(t)/2]), fmt.Sprintf("p50-ns-%s-%d", name, n))
+		}
+	}
+	if len(p99) == 2 {
+		b.ReportMetric(p99[1]/p99[0], "p99-ratio")
+	}
+}
+
+// loadSearchStore fills a store with n approved orders for
+// BenchmarkSearchSizes through the FSM's batches (each order's acceptance
+// and its approval in the same batch, 5,000 orders a batch), the indexes
+// written as a node writes them.
+func loadSearchStore(b *testing.B, n int) *Store {
+	l := newChargeLoad(b, false)
+	const base = int64(1_700_000_000_000_000_000)
+	customers := n / 20
+	for i := 0; i < n; i += 5000 {
+		batch := l.s.NewBatch()
+		for j := i; j < min(i+5000, n); j++ {
+			create, outcome := chargeCmds("o-"+strconv.Itoa(j), base+int64(j)*int64(time.Millisecond))
+			m := "m" + strconv.Itoa(j%10)
+			create.Order.Merchant, outcome.Order.Merchant = m, m
+			// j → customer: each has 20 orders, spread over the history
+			// (j mod customers), not 20 in a row.
+			create.Order.Create.CustomerEmail = fmt.Sprintf("c%d@example.com", j%customers)
+			batch.Apply(create)
+			batch.Apply(outcome)
+		}
+		l.idx++
+		if err := batch.Commit(l.idx); err != nil {
+			b.Fatal(err)
+		}
+		batch.Close()
+	}
+	return l.s
+}

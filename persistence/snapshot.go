@@ -129,6 +129,9 @@ func (s *Store) Restore(r io.Reader) error {
 	if err := s.ensureSearchIndex(); err != nil {
 		return err
 	}
+	if err := s.loadMIDs(); err != nil {
+		return err
+	}
 	s.loadKnownOrders()
 	return s.pending.load(s)
 }

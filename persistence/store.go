@@ -91,7 +91,9 @@ type Store struct {
 	// pending is the set of authorisations due at the acquirer (pending.go).
 	pending pendingAuths
 	// timed are where scans of the schedules start (timed.go).
-	timed   [timedIndexes]timedFloor
+	timed [timedIndexes]timedFloor
+	// mids is the registered processing MIDs (mids.go).
+	mids    atomic.Pointer[midIndex]
 	loading sync.WaitGroup
 	closing atomic.Bool
 	metrics storeMetrics // metrics.go
@@ -136,6 +138,10 @@ func OpenFS(fs vfs.FS, dir string, logger *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("load pending authorisations: %w", err)
 	}
 	if err := s.ensureSearchIndex(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.loadMIDs(); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -27,6 +28,7 @@ func reconcileCmd(args []string, stdout, stderr io.Writer) int {
 	token := fs.String("admin-token", "", "admin bearer token (default $GATEWAY_ADMIN_TOKEN)")
 	report := fs.String("report", "", "the acquirer's settlement report (CSV)")
 	asJSON := fs.Bool("json", false, "print the JSON answer")
+	host := fs.String("acquirer-addr", "", "compare with the orders routed to this acquirer host only (HOST:PORT of a MID's host, or default)")
 	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
@@ -48,7 +50,11 @@ func reconcileCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gatewayctl reconcile:", err)
 		return 2
 	}
-	req, err := http.NewRequest("POST", base+"/admin/v1/reconcile", f)
+	path := "/admin/v1/reconcile"
+	if *host != "" {
+		path += "?acquirer_addr=" + url.QueryEscape(*host)
+	}
+	req, err := http.NewRequest("POST", base+path, f)
 	if err != nil {
 		fmt.Fprintln(stderr, "gatewayctl reconcile:", err)
 		return 2

@@ -24,6 +24,22 @@ type Cmd struct {
 	JoinToken *JoinToken `json:"jt,omitempty"`
 	// Audit appends a record to the audit log (persistence/audit.go).
 	Audit *AuditRecord `json:"au,omitempty"`
+	// MID registers a processing MID (persistence/mids.go).
+	MID *MID `json:"mi,omitempty"`
+}
+
+// MID is a processing MID (contract 12): the card acceptor id a merchant's
+// orders name in processing_mid, the acquirer host that serves it, and the
+// currencies it accepts (ISO 4217 alphabetic, upper case). RegisteredAt
+// (Unix ns, the leader's clock, written into the log) tells which orders
+// are its own: those created at or after it; an older order that named it
+// keeps the default acquirer it was authorised by.
+type MID struct {
+	MID          string   `json:"mid"`
+	MerchantID   string   `json:"merchant_id"`
+	AcquirerAddr string   `json:"acquirer_addr"`
+	Currencies   []string `json:"currencies"`
+	RegisteredAt int64    `json:"registered_at"`
 }
 
 // ClusterCA is the cluster's certificate authority as replicated: the

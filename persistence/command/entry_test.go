@@ -45,6 +45,8 @@ func entrySamples() map[string]Cmd {
 			Action: "POST /admin/v1/merchants", Target: "merchant:m1", SourceIP: "127.0.0.1", Result: "200",
 			PrevHash: AuditGenesis, Hash: "h"}},
 		"ClusterCA": {ClusterCA: &ClusterCA{CertPEM: "-----BEGIN CERTIFICATE-----", SealedKey: []byte("sealed")}},
+		"MID": {MID: &MID{MID: "MID0001", MerchantID: "m1", AcquirerAddr: "10.0.0.5:8583",
+			Currencies: []string{"EUR", "USD"}, RegisteredAt: 15}},
 		"JoinToken": {JoinToken: &JoinToken{ID: "0123456789abcdef", SecretHash: "ab12", CreatedAt: 13, ExpiresAt: 14}},
 	}
 }

@@ -99,6 +99,9 @@ type AuthRequest struct {
 	// MID is the order's processing_mid: the card acceptor id (field 42)
 	// when it fits (CardAcceptorID).
 	MID string
+	// AcquirerAddr is the host the order's MID is registered with (contract
+	// 12); empty: the node's default acquirer.
+	AcquirerAddr string
 	// Sale asks for authorisation and capture in one message (0200): an
 	// order with settle.delay_hours 0.
 	Sale bool

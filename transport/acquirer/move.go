@@ -27,6 +27,9 @@ type MoveRequest struct {
 	Currency   string
 	MID        string
 	MerchantID string
+	// AcquirerAddr is the host the order's MID is registered with: the one
+	// that authorised it. Empty: the node's default acquirer.
+	AcquirerAddr string
 	// OrigMTI and OrigTrace name the authorisation or sale a capture or
 	// reversal undoes or completes (field 90): its MTI, and its STAN and
 	// transmission time (16 digits) when its answer came, else empty.
@@ -51,3 +54,15 @@ func STAN(reference string) string {
 	sum := sha256.Sum256([]byte("stan:" + reference))
 	return fmt.Sprintf("%06d", binary.BigEndian.Uint64(sum[:8])%999_999+1)
 }
+
+// MoveDeclineAmount is the sandbox's deterministic decline of a movement
+// (docs/acquirer.md, "Declined movements"): a capture or refund whose
+// amount in minor units ends in these four digits (99.05, 199.05, ...) is
+// answered 05, do not honour (3.08), as a real acquirer declines a capture
+// of a lapsed authorisation or a refund to a closed account. The test cards
+// decide authorisations; this is how a test gets a movement declined.
+const MoveDeclineAmount = 9905
+
+// DeclinesMove reports whether the sandbox declines a capture or refund of
+// amount (MoveDeclineAmount).
+func DeclinesMove(amount int64) bool { return amount%10_000 == MoveDeclineAmount }

@@ -55,6 +55,10 @@ func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, route string) {
 		s.serveOrders(ctx, route)
 		return
 	}
+	if route == "mids" {
+		s.serveMIDs(ctx) // admin_mids.go
+		return
+	}
 	if route == "merchants" {
 		if !ctx.IsPost() {
 			writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to create a merchant"))

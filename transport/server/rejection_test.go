@@ -21,8 +21,9 @@ func TestRejectionError(t *testing.T) {
 		order.RejectInvalid:       apierr.Invalid,
 		order.RejectCVV:           apierr.CVVInvalid,
 		order.RejectTokenInvalid:  apierr.TokenInvalid,
+		order.RejectCurrency:      apierr.CurrencyInvalid,
 	}
-	for k := order.RejectNone + 1; k <= order.RejectTokenInvalid; k++ {
+	for k := order.RejectNone + 1; k <= order.RejectCurrency; k++ {
 		code, ok := want[k]
 		if !ok {
 			t.Fatalf("rejection kind %d has no expected code in this test", k)

@@ -23,8 +23,8 @@ import (
 	"hash"
 	"io"
 	"log/slog"
-	"runtime/debug"
 	"net"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -566,6 +566,8 @@ func rejectionCode(k order.RejectKind) apierr.Code {
 		return apierr.CVVInvalid
 	case order.RejectTokenInvalid:
 		return apierr.TokenInvalid
+	case order.RejectCurrency:
+		return apierr.CurrencyInvalid
 	}
 	return apierr.IllegalStatus
 }

@@ -106,7 +106,8 @@ func answerTo(req *iso8583.Message) *iso8583.Message {
 // written to the ledger if there is none, else the one made before (a
 // repeat, concurrent or after a restart).
 func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
-	k := key(kind, req.Value(iso8583.FieldCardAcceptorID), req.Value(iso8583.FieldRRN))
+	k := key(kind, req.Value(iso8583.FieldCardAcceptorID), req.Value(iso8583.FieldRRN),
+		req.Value(iso8583.FieldSTAN)+req.Value(iso8583.FieldTransmissionTime))
 	h.mu.Lock()
 	for {
 		if r, ok := h.index[k]; ok {
@@ -161,6 +162,10 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
 	case KindAuth, KindSale:
 		decideCard(r, req, now)
 	case KindRefund:
+		if acquirer.DeclinesMove(r.Amount) {
+			r.Response = acquirer.RespDoNotHonour
+			return
+		}
 		r.Response = acquirer.RespApproved
 		r.ARN = acquirer.ARN(r.MID + r.RRN)
 	case KindCapture, KindReversal:
@@ -181,6 +186,8 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
 			// gateway repeats it until it has an answer, and an
 			// authorisation that never arrived needs no undoing.
 			r.Response = acquirer.RespApproved
+		case acquirer.DeclinesMove(r.Amount):
+			r.Response = acquirer.RespDoNotHonour
 		case o == nil && h.cfg.CaptureUnknownOriginals && r.Amount > 0:
 			r.Response = acquirer.RespApproved
 			r.ARN = acquirer.ARN(r.MID + r.RRN)
@@ -205,7 +212,7 @@ func (h *Host) findOriginal(mid, f90, rrn string) (*original, string) {
 		}
 	}
 	for _, kind := range []string{KindAuth, KindSale} {
-		k := key(kind, mid, rrn)
+		k := key(kind, mid, rrn, "")
 		if r := h.index[k]; r != nil && r.Kind == kind {
 			if o := h.byOrig[origKey(r.MID, r.STAN, r.Sent)]; o != nil {
 				return o, o.key

@@ -11,7 +11,8 @@
 //
 // Repeats: a message is identified by its kind (authorisation, financial,
 // advice, reversal), its card acceptor id (field 42) and its RRN (field
-// 37). The first one is decided and written to the ledger before its
+// 37), and an advice or reversal also by its STAN and transmission time
+// (fields 11 and 7: see key). The first one is decided and written to the ledger before its
 // answer leaves (fsynced too when it moves money: see ledger); every later one, concurrent or after a restart, gets
 // the same answer (with its own STAN and transmission time echoed) and
 // moves nothing. The repeat index holds the last repeatWindowMax messages
@@ -135,7 +136,7 @@ func Open(cfg Config) (*Host, error) {
 // approved authorisation or sale, the originals; a capture or reversal
 // updates its original. The caller holds h.mu (or is Open).
 func (h *Host) remember(r *Record) {
-	k := key(r.Kind, r.MID, r.RRN)
+	k := key(r.Kind, r.MID, r.RRN, r.STAN+r.Sent)
 	if _, ok := h.index[k]; !ok {
 		if old := h.ring[h.next]; old != "" {
 			if o := h.index[old]; o != nil && (o.Kind == KindAuth || o.Kind == KindSale) {
@@ -169,12 +170,22 @@ func (h *Host) originalByKey(k string) *original {
 	return h.byOrig[origKey(r.MID, r.STAN, r.Sent)]
 }
 
-// key identifies a message for repeats: its class, MID and RRN. A sale and
-// a refund are both financial (0200); their RRNs differ.
-func key(kind, mid, rrn string) string {
+// key identifies a message for repeats: its class, MID and RRN, and for a
+// capture or reversal also its STAN and transmission time (fields 11 and 7:
+// sent is both). A sale and a refund are both financial (0200); their RRNs
+// differ. An advice carries its authorisation's RRN, so the RRN alone would
+// make a second capture of one authorisation (after the first was
+// declined) a repeat of the first; STAN and field 7 are the identity ISO
+// 8583 gives a message, and the gateway's are the movement's own, written
+// in its log and the same in every repeat from any node (the link never
+// gives a movement another STAN).
+func key(kind, mid, rrn, sent string) string {
 	class := kind
 	if kind == KindRefund {
 		class = KindSale
+	}
+	if kind == KindCapture || kind == KindReversal {
+		return class + "|" + mid + "|" + rrn + "|" + sent
 	}
 	return class + "|" + mid + "|" + rrn
 }

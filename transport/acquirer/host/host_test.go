@@ -249,3 +249,39 @@ func TestTornLastLedgerLine(t *testing.T) {
 		t.Fatal("the record before the torn line was lost")
 	}
 }
+
+// A capture or refund of an amount ending in 9905 minor units is declined
+// 05, the sandbox's deterministic movement decline; the authorisation it
+// would capture stays whole, and a repeat gets the same decline.
+func TestMovementDeclineAmount(t *testing.T) {
+	h, addr := openHost(t, t.TempDir())
+	ok := func(m *iso8583.Message, want string) {
+		t.Helper()
+		if a := exchange(t, addr, m); a.Value(39) != want {
+			t.Fatalf("%s %s answered %s, want %s", m.MTI, m.Value(4), a.Dump(), want)
+		}
+	}
+	ok(financial("0100", "000000", "000001", "AUTH00000001", acquirer.CardVisaApproved, 29905), "00")
+	ok(advice("0220", "000002", "AUTH00000001", "0100", "000001", 19905), acquirer.RespDoNotHonour)
+	ok(advice("0221", "000002", "AUTH00000001", "0100", "000001", 19905), acquirer.RespDoNotHonour)
+	// Another capture of that authorisation (another movement: its own
+	// STAN, here in the same second) is decided on its own, not answered
+	// as a repeat of the declined one.
+	ok(advice("0220", "000007", "AUTH00000001", "0100", "000001", 20000), "00")
+	ok(financial("0200", "200000", "000003", "RFND00000001", acquirer.CardVisaApproved, 9905), acquirer.RespDoNotHonour)
+	ok(financial("0200", "200000", "000004", "RFND00000002", acquirer.CardVisaApproved, 9904), "00")
+	// The declined capture captured nothing: the whole amount is still there.
+	ok(financial("0100", "000000", "000005", "AUTH00000002", acquirer.CardVisaApproved, 20000), "00")
+	ok(advice("0220", "000006", "AUTH00000002", "0100", "000005", 20000), "00")
+	var b strings.Builder
+	if err := h.WriteReport(&b, "2026-11-28"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(b.String(), "\n"); got != 4 || !strings.Contains(b.String(), ",refund,9904,") ||
+		!strings.Contains(b.String(), ",capture,20000,") {
+		t.Fatalf("report: %s", b.String())
+	}
+	if !acquirer.DeclinesMove(19905) || acquirer.DeclinesMove(1990) || acquirer.DeclinesMove(99050) {
+		t.Fatal("DeclinesMove")
+	}
+}

@@ -71,10 +71,11 @@ func (r *Record) approved() bool { return r.Response == "00" }
 // the same answer (the decision is a function of the message), while a
 // capture of it is refused as of an authorisation that lapsed.
 type ledger struct {
-	dir  string
-	reqs chan *appendReq
-	done chan struct{}
-	once sync.Once
+	dir    string
+	reqs   chan *appendReq
+	done   chan struct{}
+	exited chan struct{} // closed when the writer has returned
+	once   sync.Once
 
 	files map[string]*os.File // the writer goroutine's alone
 	dirty map[*os.File]bool   // written since their last fsync; the writer's alone
@@ -96,7 +97,7 @@ func openLedger(dir string) (*ledger, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &ledger{dir: dir, reqs: make(chan *appendReq, 1024), done: make(chan struct{}), files: map[string]*os.File{},
+	l := &ledger{dir: dir, reqs: make(chan *appendReq, 1024), done: make(chan struct{}), exited: make(chan struct{}), files: map[string]*os.File{},
 		dirty: map[*os.File]bool{}}
 	go l.writer()
 	return l, nil
@@ -133,6 +134,7 @@ func (l *ledger) Append(r *Record) error {
 // when one of the records moves money (else within syncLag), then answers
 // the batch.
 func (l *ledger) writer() {
+	defer close(l.exited)
 	var batch []*appendReq
 	lag := time.NewTimer(syncLag)
 	lag.Stop()
@@ -234,7 +236,14 @@ func (l *ledger) file(date string) (*os.File, error) {
 	return f, nil
 }
 
-func (l *ledger) Close() { l.once.Do(func() { close(l.done) }) }
+// Close stops the ledger's writer and closes its files. It returns once
+// the writer has stopped: nothing is written after it, so a
+// host opened on the same directory next (a restart) reads every record
+// the closed one wrote.
+func (l *ledger) Close() {
+	l.once.Do(func() { close(l.done) })
+	<-l.exited
+}
 
 // days lists the dates that have a ledger file, oldest first.
 func (l *ledger) days() ([]string, error) {

@@ -50,6 +50,9 @@ var (
 	ErrClosed         = errors.New("acquirer link: closed")
 	// ErrOverloaded: pendingMax requests already wait for their answers.
 	ErrOverloaded = errors.New("acquirer link: too many requests waiting for answers")
+	// ErrSTANBusy: DoKeepingSTAN's request has a STAN another request
+	// waiting on the line has; repeat it once that one is answered.
+	ErrSTANBusy = errors.New("acquirer link: the request's STAN is waiting for another answer")
 )
 
 // pendingMax bounds the requests waiting for answers on one link (STANs
@@ -159,6 +162,18 @@ func (c *Client) nextSTANLocked() string {
 // dropped. Do waits at most the client's timeout (then ErrTimeout), or
 // less if ctx ends first (then ctx's error).
 func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message, error) {
+	return c.do(ctx, req, false)
+}
+
+// DoKeepingSTAN is Do for a request that must keep its STAN: a money
+// movement, whose STAN and field 7 the host knows its repeats by. When a
+// request waiting on the line has the STAN it fails at once with
+// ErrSTANBusy instead of taking another.
+func (c *Client) DoKeepingSTAN(ctx context.Context, req *iso8583.Message) (*iso8583.Message, error) {
+	return c.do(ctx, req, true)
+}
+
+func (c *Client) do(ctx context.Context, req *iso8583.Message, keepSTAN bool) (*iso8583.Message, error) {
 	start := time.Now()
 	// A timer rather than a context with a deadline, and a pooled one:
 	// no allocation on a request.
@@ -181,6 +196,10 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 		}
 		if conn != nil {
 			stan := req.Value(iso8583.FieldSTAN)
+			if keepSTAN && c.pending[stan] != nil {
+				c.mu.Unlock()
+				return nil, ErrSTANBusy
+			}
 			if !req.Has(iso8583.FieldSTAN) || c.pending[stan] != nil {
 				stan = c.nextSTANLocked()
 				req.Set(iso8583.FieldSTAN, stan)

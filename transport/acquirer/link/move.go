@@ -24,7 +24,7 @@ func (a *Acquirer) Move(ctx context.Context, req acquirer.MoveRequest) (acquirer
 		return acquirer.MoveResult{}, err
 	}
 	movesSent(msg.MTI).Inc()
-	ans, err := a.client.Do(ctx, msg)
+	ans, err := a.client.DoKeepingSTAN(ctx, msg)
 	if err != nil {
 		return acquirer.MoveResult{}, err
 	}

@@ -3,11 +3,13 @@ package link
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paygate/gateway/transport/acquirer"
+	"github.com/paygate/gateway/transport/acquirer/host"
 )
 
 func moveReq(kind, ref string, amount int64, trace string) acquirer.MoveRequest {
@@ -82,5 +84,45 @@ func TestCaptureRefundAndReversalMoveOnce(t *testing.T) {
 	}
 	if strings.Join(kinds, " ") != "capture:600 refund:200" {
 		t.Fatalf("settlement report rows %q", rows)
+	}
+}
+
+// A movement keeps its STAN (the host knows its repeats by STAN and field
+// 7): while another request waiting on the line has it, the movement fails
+// at once with ErrSTANBusy rather than going out with another STAN, and
+// goes through with its own once that one is answered.
+func TestMovementKeepsItsSTAN(t *testing.T) {
+	s := newSandbox(t, Config{Timeout: 5 * time.Second})
+	ctx := context.Background()
+	a1, err := s.acq.Authorize(ctx, req("k1", acquirer.CardVisaApproved))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := s.acq.Authorize(ctx, req("k2", acquirer.CardVisaApproved))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.host.SetFaults(host.Faults{LatencyMS: 300})
+	first := moveReq(acquirer.MoveCapture, "k1", 100, a1.Trace)
+	second := moveReq(acquirer.MoveCapture, "k2", 100, a2.Trace)
+	second.STAN = first.STAN
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.acq.Move(ctx, first)
+		done <- err
+	}()
+	waitFor(t, "the first capture waiting on the line", func() bool {
+		s.acq.client.mu.Lock()
+		defer s.acq.client.mu.Unlock()
+		return s.acq.client.pending[first.STAN] != nil
+	})
+	if _, err := s.acq.Move(ctx, second); !errors.Is(err, ErrSTANBusy) {
+		t.Fatalf("a movement whose STAN is on the line: %v, want ErrSTANBusy", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.acq.Move(ctx, second); err != nil || !r.Approved {
+		t.Fatalf("the second capture with its own STAN: %+v %v", r, err)
 	}
 }
