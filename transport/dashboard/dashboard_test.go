@@ -289,7 +289,7 @@ func TestSafeNext(t *testing.T) {
 func TestMIDsPage(t *testing.T) {
 	h := newHarness(t)
 	token, _ := h.signIn("admin@ops.example", nil)
-	if body := h.do("GET", "/dashboard/mids", map[string]string{sessionCookie: token}, nil).body; !strings.Contains(body, "no MID registry") {
+	if body := h.do("GET", "/dashboard/mids", map[string]string{sessionCookie: token}, nil).body; !strings.Contains(body, "no MID registry to show") {
 		t.Errorf("a backend without MIDs: the page does not say so")
 	}
 	h.d = New(Config{Backend: midBackend{h.be}, Auth: h.auth})

@@ -160,3 +160,16 @@ func (b *BackOffice) LastAuditSeq() (uint64, error) {
 
 // Audit appends a dashboard action's record to the chain.
 func (b *BackOffice) Audit(rec persistence.AuditRecord) error { return b.s.appendAudit(rec) }
+
+var _ dashboard.MIDLister = (*BackOffice)(nil)
+
+// MIDs is GET /admin/v1/mids's list, from this node's applied state.
+func (b *BackOffice) MIDs() ([]dashboard.MID, error) {
+	list := b.s.cfg.Store.MIDs("")
+	out := make([]dashboard.MID, len(list))
+	for i, m := range list {
+		out[i] = dashboard.MID{ID: m.MID, MerchantID: m.MerchantID, AcquirerAddr: m.AcquirerAddr,
+			Currencies: m.Currencies, RegisteredAt: time.Unix(0, m.RegisteredAt).UTC()}
+	}
+	return out, nil
+}
