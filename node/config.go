@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paygate/gateway/cluster"
+	"github.com/paygate/gateway/internal/netaddr"
 )
 
 // Config is a node's configuration (contract section 10).
@@ -142,7 +143,7 @@ func (c *Config) Validate() error {
 		if c.AdminToken == "" {
 			// The development token is printed and documented: on an
 			// address other machines reach, anyone could create merchants.
-			if !loopbackAddr(c.HTTPAddr) {
+			if !netaddr.Loopback(c.HTTPAddr) {
 				return fmt.Errorf("--dev on --http-addr %s, which other machines may reach, would open the admin API with the well-known development token: give --admin-token, or listen on 127.0.0.1", c.HTTPAddr)
 			}
 			c.AdminToken = DevAdminToken
@@ -279,7 +280,7 @@ func joinAddress(join string) (string, error) {
 // section 11).
 func (c *Config) checkSecurity() error {
 	if c.InsecureClusterLinks {
-		if !loopbackAddr(c.RaftAddr) || !loopbackAddr(c.AdvertiseRaftAddr) {
+		if !netaddr.Loopback(c.RaftAddr) || !netaddr.Loopback(c.AdvertiseRaftAddr) {
 			return fmt.Errorf("--insecure-cluster-links is for a cluster whose every --raft-addr is a loopback address; %s is not: run with TLS (the default)", c.RaftAddr)
 		}
 		if c.ClusterCAFile != "" || c.NodeCertFile != "" || c.NodeKeyFile != "" || c.JoinToken != "" {
@@ -301,23 +302,10 @@ func (c *Config) checkSecurity() error {
 	if (c.HTTPTLSCertFile == "") != (c.HTTPTLSKeyFile == "") {
 		return errors.New("--http-tls-cert-file and --http-tls-key-file go together")
 	}
-	if c.PprofAddr != "" && !loopbackAddr(c.PprofAddr) {
+	if c.PprofAddr != "" && !netaddr.Loopback(c.PprofAddr) {
 		return fmt.Errorf("--pprof-addr %s: profiles show the node's memory, card data included; listen on a loopback address (127.0.0.1:6060) and reach it through SSH", c.PprofAddr)
 	}
 	return nil
-}
-
-// loopbackAddr reports whether host:port listens on this machine only.
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // checkAdvertisedHTTP fills AdvertiseHTTPAddr. Peers forward writes to the

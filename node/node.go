@@ -28,6 +28,7 @@ import (
 	"github.com/paygate/gateway/transport/server"
 	"github.com/paygate/gateway/transport/signature"
 	"github.com/paygate/gateway/transport/webhook"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // Node is a running gateway node.
@@ -255,7 +256,7 @@ func (n *Node) loadMerchants() error {
 
 // onCommit runs on the FSM goroutine after each batch: keep the merchant
 // directory current. It must not block.
-func (n *Node) onCommit(created []*persistence.Notification, merchants []*command.Merchant) {
+func (n *Node) onCommit(created []*outbox.Notification, merchants []*command.Merchant) {
 	if len(created) > 0 && n.webhooks != nil {
 		n.webhooks.Offer(created)
 	}

@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/paygate/gateway/internal/netaddr"
 	"github.com/paygate/gateway/transport/acquirer/host"
 )
 
@@ -51,7 +52,7 @@ func run(args []string) int {
 	if *adminToken == "" {
 		*adminToken = os.Getenv("ACQUIRERD_ADMIN_TOKEN") // kept off command lines that tools show
 	}
-	if *adminToken == "" && !loopback(*adminAddr) {
+	if *adminToken == "" && !netaddr.Loopback(*adminAddr) {
 		fmt.Fprintf(os.Stderr, "acquirerd: --admin-addr %s may be reached from other machines: give --admin-token (or ACQUIRERD_ADMIN_TOKEN), or listen on loopback\n", *adminAddr)
 		return 2
 	}
@@ -77,7 +78,7 @@ func run(args []string) int {
 		logger.Error("acquirerd: admin listen", "error", err)
 		return 1
 	}
-	if !loopback(*listen) {
+	if !netaddr.Loopback(*listen) {
 		logger.Warn("acquirerd: the ISO 8583 listener is plain TCP without authentication; keep it on a private network")
 	}
 	admin := &http.Server{Handler: requireToken(*adminToken, h.AdminHandler()), ReadHeaderTimeout: 10 * time.Second}
@@ -102,19 +103,6 @@ func run(args []string) int {
 	admin.Shutdown(ctx)
 	h.Close()
 	return 0
-}
-
-// loopback reports whether addr's host is a loopback address (or localhost).
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // requireToken refuses requests without "Authorization: Bearer <token>"

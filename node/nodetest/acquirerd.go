@@ -2,6 +2,7 @@ package nodetest
 
 import (
 	"encoding/csv"
+	"github.com/paygate/gateway/internal/syncbuf"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -20,7 +21,7 @@ type Acquirerd struct {
 	AdminAddr string // HTTP
 	DataDir   string
 	cmd       *exec.Cmd
-	logs      *syncBuffer
+	logs      *syncbuf.Buffer
 	exited    chan struct{}
 }
 
@@ -36,7 +37,7 @@ func StartAcquirerd(t testing.TB) *Acquirerd {
 
 func (a *Acquirerd) start() {
 	a.t.Helper()
-	a.logs = &syncBuffer{}
+	a.logs = &syncbuf.Buffer{}
 	a.cmd = exec.Command(AcquirerdBinary(a.t), "--listen", a.Listen, "--admin-addr", a.AdminAddr, "--data-dir", a.DataDir)
 	a.cmd.Stderr = a.logs
 	if err := a.cmd.Start(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/cluster"
+	"github.com/paygate/gateway/internal/netaddr"
 	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/apierr"
 )
@@ -180,7 +181,7 @@ func parseJoin(body []byte) (joinRequest, *apierr.Error) {
 
 // joinMember adds a voter (on the leader: the caller forwarded it here).
 func (s *Server) joinMember(ctx *fasthttp.RequestCtx, req joinRequest) {
-	if p := s.cfg.PKI; p != nil && !p.Secure() && !loopbackHost(req.RaftAddr) {
+	if p := s.cfg.PKI; p != nil && !p.Secure() && !netaddr.Loopback(req.RaftAddr) {
 		writeError(ctx, apierr.New(apierr.Invalid, "raft_addr", "this cluster's links run without TLS (--insecure-cluster-links), which is for loopback addresses only: raft_addr "+req.RaftAddr+" is not one"))
 		return
 	}
@@ -283,16 +284,6 @@ func hostIPs(host string) []net.IP {
 	}
 	ips, _ := net.LookupIP(host)
 	return ips
-}
-
-// loopbackHost reports whether host:port names this machine only.
-func loopbackHost(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // probeRaftTimeout bounds the check that a raft address answers.

@@ -13,6 +13,7 @@ import (
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/transport/dashboard"
 	"github.com/paygate/gateway/transport/webhook"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // BackOffice is the front end as the dashboard sees it
@@ -80,7 +81,7 @@ func (b *BackOffice) FailedNotifications(limit int) ([]webhook.AdminView, error)
 	return adminViews(list), err
 }
 
-func adminViews(list []*persistence.Notification) []webhook.AdminView {
+func adminViews(list []*outbox.Notification) []webhook.AdminView {
 	out := make([]webhook.AdminView, 0, len(list))
 	for _, n := range list {
 		out = append(out, webhook.NewAdminView(n))
