@@ -254,6 +254,9 @@ func TestBrowserDashboard(t *testing.T) {
 					t.Fatalf("%s: heading %q", p.path, got)
 				}
 				noFullPAN(tb, p.path, card, otherCard)
+				if p.path == "/dashboard/notifications" && !strings.Contains(pageHTML(tb), ">"+id+"</a>") {
+					t.Errorf("the failed notifications page does not list %s's", id)
+				}
 				tb.noCSPViolations()
 				if p.shot != "" {
 					tb.screenshot(p.shot)
