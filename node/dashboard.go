@@ -16,7 +16,6 @@ func (n *Node) mountDashboard(logger *slog.Logger) {
 }
 
 // operators is the node's operator.Authenticator, the one place the
-// dashboard's sign-in is wired. Until operators are replicated records
-// (POST /admin/v1/operators) there is none, and the dashboard answers 503
-// saying so.
-func (n *Node) operators() operator.Authenticator { return nil }
+// dashboard's sign-in is wired: the front end's replicated sessions
+// (transport/server/sessions.go).
+func (n *Node) operators() operator.Authenticator { return n.Authenticator() }

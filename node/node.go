@@ -48,7 +48,7 @@ type Node struct {
 	acquirerLink *link.Client
 	// acquirers routes each order's messages to its MID's host, over a
 	// link per host, or to acquirerLink (contract 12).
-	acquirers *link.Router
+	acquirers    *link.Router
 	acquirerHost *host.Host
 	webhooks     *webhook.Dispatcher
 	// hookClient delivers notifications; its idle connections to
@@ -364,8 +364,14 @@ func (n *Node) leaderWork(ctx context.Context) {
 		defer close(webhooksDone)
 		n.webhooks.Run(ctx)
 	}()
+	sessionsDone := make(chan struct{})
+	go func() {
+		defer close(sessionsDone)
+		n.pruneSessions(ctx) // sessions.go
+	}()
 	sched.Run(ctx)
 	<-webhooksDone
+	<-sessionsDone
 }
 
 // retentionPoll is how often the leader looks for records past their
@@ -411,6 +417,10 @@ func (n *Node) DevMerchant(ctx context.Context) (*server.Merchant, error) {
 
 // Addr is the HTTP listener's address.
 func (n *Node) Addr() string { return n.listener.Addr().String() }
+
+// Authenticator signs operators in and checks their sessions (the
+// dashboard's operator.Authenticator; transport/server/sessions.go).
+func (n *Node) Authenticator() *server.Auth { return n.server.Authenticator() }
 
 // Ready reports whether the node can serve writes.
 func (n *Node) Ready() bool { return n.raft.Ready() }

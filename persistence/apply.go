@@ -269,6 +269,10 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyClusterCA(c.ClusterCA)
 	case c.JoinToken != nil:
 		return b.applyJoinToken(c.JoinToken)
+	case c.Operator != nil:
+		return b.applyOperator(c.Operator)
+	case c.Session != nil:
+		return b.applySession(c.Session)
 	case c.MID != nil:
 		return b.applyMID(c.MID)
 	}

@@ -353,9 +353,22 @@ func (d *Dashboard) signInPage(ctx *fasthttp.RequestCtx, status int, next, email
 		"CSRF": token, "Next": next, "Email": email, "Error": msg})
 }
 
+// signerOutFrom is an Authenticator whose sign-out records the client's
+// address (the node's does).
+type signerOutFrom interface {
+	SignOutFrom(token, sourceIP string) error
+}
+
 func (d *Dashboard) signOut(r *request) {
-	// The Authenticator audits sign-outs, as it does sign-ins.
-	if err := d.cfg.Auth.SignOut(r.token); err != nil {
+	// The Authenticator audits sign-outs, as it does sign-ins, with the
+	// client's address when it can take one.
+	var err error
+	if a, ok := d.cfg.Auth.(signerOutFrom); ok {
+		err = a.SignOutFrom(r.token, d.cfg.Backend.SourceIP(r.ctx))
+	} else {
+		err = d.cfg.Auth.SignOut(r.token)
+	}
+	if err != nil {
 		d.render(r, fasthttp.StatusServiceUnavailable, "error", "Sign out", map[string]any{"Message": d.errorText("sign out", err)})
 		return
 	}

@@ -159,8 +159,9 @@ func (b *BackOffice) LastAuditSeq() (uint64, error) {
 	return h.Seq, err
 }
 
-// Audit appends a dashboard action's record to the chain.
-func (b *BackOffice) Audit(rec persistence.AuditRecord) error { return b.s.appendAudit(rec) }
+// Audit appends a dashboard action's record to the chain and returns once
+// it is committed (on the leader, asked from a follower).
+func (b *BackOffice) Audit(rec persistence.AuditRecord) error { return b.s.writeAudit(rec) }
 
 var _ dashboard.MIDLister = (*BackOffice)(nil)
 

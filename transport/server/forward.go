@@ -112,6 +112,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	if ctx.IsTLS() { // the leader's dashboard marks its session cookie Secure
 		req.Header.Set(clientTLSHeader, "1")
 	}
+	req.Header.Del(actorHeader)
+	if actor, ok := ctx.UserValue(auditActorKey).(string); ok {
+		req.Header.Set(actorHeader, actor) // who the leader's audit record names
+	}
 	if err := s.fwd.client.DoTimeout(req, resp, s.fwd.timeout); err != nil {
 		s.fwd.failed.Inc()
 		s.cfg.Logger.Warn("forward to leader failed", "leader_id", route.LeaderID, "leader_raft", route.LeaderRaft, "error", err)

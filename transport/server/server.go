@@ -102,6 +102,7 @@ type Server struct {
 	fwd       *forwarder              // relays requests to the leader (forward.go)
 	peers     *PeerClient             // asks members for their status (peer.go)
 	audit     auditLog                // serialises the leader's audit records (admin_audit.go)
+	auth      *Auth                   // operators' sign-ins and sessions (sessions.go)
 	dashboard fasthttp.RequestHandler // /dashboard/ (backoffice.go); nil: not served
 	hashers   sync.Pool               // *requestHasher keyed with cfg.HashKey
 	// handling counts requests being handled, for Shutdown: a connection
@@ -125,6 +126,7 @@ func New(cfg Config) *Server {
 		}
 	}
 	s := &Server{cfg: cfg, metrics: newRequestMetrics(), fwd: newForwarder(cfg.RequestTimeout, cfg.DialPeer), peers: NewPeerClient(cfg.DialPeer)}
+	s.auth = newAuth(s)
 	s.hashers.New = func() any { return &requestHasher{mac: hmac.New(sha256.New, cfg.HashKey)} }
 	s.cfg.AdminRoutes = map[string]AdminHandler{}
 	for _, routes := range []map[string]AdminHandler{s.clusterAdminRoutes(), cfg.AdminRoutes} {
