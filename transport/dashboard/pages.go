@@ -232,6 +232,8 @@ func (d *Dashboard) failedPage(r *request) {
 		return
 	}
 	list, err := d.cfg.Backend.FailedNotifications(failedListMax)
+	// Newest failure first (RFC 3339 UTC texts of one layout sort as times).
+	sort.SliceStable(list, func(i, j int) bool { return list[i].FinishedAt > list[j].FinishedAt })
 	data := map[string]any{"Notifications": list, "CanResend": r.sess.Role.Can(operator.ResendWebhook),
 		"Done": doneTexts[string(r.ctx.QueryArgs().Peek("done"))], "Max": failedListMax}
 	if err != nil {
