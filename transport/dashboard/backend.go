@@ -58,8 +58,8 @@ type Backend interface {
 	AuditRecords(after uint64, limit int) (records []persistence.AuditRecord, more bool, err error)
 	// LastAuditSeq is the last record's seq (0: none yet).
 	LastAuditSeq() (uint64, error)
-	// Audit appends a record (on the leader); seq, at and the hashes are
-	// the backend's to decide.
+	// Audit appends a record and returns once it is committed; seq, at
+	// and the hashes are the backend's to decide.
 	Audit(rec persistence.AuditRecord) error
 }
 
