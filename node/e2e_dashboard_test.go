@@ -275,8 +275,8 @@ func TestBrowserDashboard(t *testing.T) {
 	})
 }
 
-// TestDashboardOnAFollower: an operator who reaches a follower signs in and
-// acts there; the follower relays each write, cookies and redirect
+// TestDashboardOnAFollower: an operator who reaches a follower signs in
+// (a session token planted before is ended, not adopted) and acts there; the follower relays each write, cookies and redirect
 // included, to the leader, which checks the session and the CSRF token
 // again and audits the action with the client's address.
 func TestDashboardOnAFollower(t *testing.T) {
@@ -329,6 +329,19 @@ func TestDashboardOnAFollower(t *testing.T) {
 		return m[1]
 	}
 
+	// Session fixation: a session token planted in the browser before
+	// sign-in (here a real one, of the attacker's own session) is ended by
+	// the sign-in and never becomes the operator's.
+	var planted struct {
+		Token string `json:"token"`
+	}
+	if _, err := leader.Admin("POST", "/admin/v1/sessions",
+		fmt.Sprintf(`{"email":"support@ops.example","password":%q}`, dashPassword), &planted); err != nil || planted.Token == "" {
+		t.Fatalf("a session to plant: %v", err)
+	}
+	fURL, _ := url.Parse(f.URL() + "/dashboard/")
+	jar.SetCookies(fURL, []*http.Cookie{{Name: "pg_session", Value: planted.Token, Path: "/dashboard/"}})
+
 	_, page := get("/dashboard/sign-in")
 	resp := post("/dashboard/sign-in", url.Values{"csrf": {hidden(page, "csrf")}, "email": {"support@ops.example"}, "password": {dashPassword}})
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/dashboard/orders" {
@@ -342,6 +355,24 @@ func TestDashboardOnAFollower(t *testing.T) {
 	}
 	if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode {
 		t.Fatalf("the leader's session cookie, relayed: %+v", session)
+	}
+	if session.Value == planted.Token {
+		t.Fatal("the sign-in kept the session token planted before it")
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", leader.URL()+"/admin/v1/orders?limit=1", nil)
+		req.Header.Set("Authorization", "Bearer "+planted.Token)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode == 401 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the planted session still works after the sign-in: %d", r.StatusCode)
+		}
 	}
 	// The follower serves the order page from its own applied state.
 	orderPath := "/dashboard/orders/" + m.ID + "/" + id
