@@ -129,6 +129,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			if m := results[j].Merchant; m != nil {
 				merchants = append(merchants, m) // a key rotation
 			}
+			merchants = append(merchants, results[j].Resealed...) // a vault re-wrap
 		}
 		out[i] = results
 	}

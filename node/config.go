@@ -45,6 +45,14 @@ type Config struct {
 	AcquirerLatency       time.Duration // the in-process sandbox host's answer delay
 	AcquirerAddr          string        // the acquirer host's ISO 8583 address; "" = the sandbox host in-process
 	AcquirerTimeout       time.Duration // bounds one acquirer answer
+	// The acquirer link's TLS (docs/acquirer.md, "Securing the link"): the
+	// CA the host's certificate chains to, and the node's client
+	// certificate for a host that asks for one; or plain TCP to a host off
+	// this machine, only when the operator says so.
+	AcquirerCAFile       string
+	AcquirerCertFile     string
+	AcquirerKeyFile      string
+	InsecureAcquirerLink bool
 
 	// Wallet flags (contract section 10).
 	WalletAMerchantID        string
@@ -253,7 +261,22 @@ func (c *Config) checkAcquirer() error {
 		c.AcquirerTimeout = DefaultAcquirerTimeout
 	}
 	if c.AcquirerAddr == "" {
+		if c.AcquirerCAFile != "" || c.AcquirerCertFile != "" || c.AcquirerKeyFile != "" || c.InsecureAcquirerLink {
+			return errors.New("--acquirer-ca-file, --acquirer-cert-file, --acquirer-key-file and --insecure-acquirer-link are for the link to --acquirer-addr (the in-process host needs none)")
+		}
 		return nil
+	}
+	if (c.AcquirerCertFile == "") != (c.AcquirerKeyFile == "") {
+		return errors.New("--acquirer-cert-file and --acquirer-key-file go together")
+	}
+	if c.AcquirerCertFile != "" && c.AcquirerCAFile == "" {
+		return errors.New("--acquirer-cert-file is the node's certificate on a TLS link: give --acquirer-ca-file too")
+	}
+	if c.InsecureAcquirerLink && c.AcquirerCAFile != "" {
+		return errors.New("--insecure-acquirer-link turns the link's TLS off: it takes no --acquirer-ca-file")
+	}
+	if c.AcquirerCAFile == "" && !c.InsecureAcquirerLink && !netaddr.Loopback(c.AcquirerAddr) {
+		return fmt.Errorf("--acquirer-addr %s is not on this machine, and the link would carry card numbers in clear: give --acquirer-ca-file (the CA of the host's TLS certificate), or --insecure-acquirer-link when something else encrypts the path", c.AcquirerAddr)
 	}
 	if c.AcquirerLatency != 0 {
 		return errors.New("--acquirer-latency delays the in-process sandbox host only; with --acquirer-addr, set the host's latency (acquirerd: POST /faults)")

@@ -66,6 +66,11 @@ type Node struct {
 	joinRaft string
 	// httpCert serves the HTTP listener's TLS certificate (httptls.go).
 	httpCert *certReloader
+	// legacyHashKey is the request-hash key as versions before its record
+	// derived it from the (oldest) vault key: the key this node hashes with
+	// until the replicated one is in its store, and the one a leader
+	// records when there is none yet (hashkey.go).
+	legacyHashKey []byte
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
@@ -104,9 +109,11 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.vault, err = loadVault(cfg, kek, logger); err != nil { // vault.go
+	var oldestKEK []byte
+	if n.vault, oldestKEK, err = loadVault(cfg, kek, logger); err != nil { // vault.go
 		return nil, err
 	}
+	n.legacyHashKey = derive(oldestKEK, "request-hash") // hashkey.go
 	if n.store, err = persistence.Open(filepath.Join(cfg.DataDir, "state"), logger); err != nil {
 		return nil, err
 	}
@@ -189,7 +196,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	n.server = server.New(server.Config{
 		Logger: logger, Store: n.store, Cluster: n.raft, Registry: n.registry, Vault: n.vault,
-		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: derive(kek, "request-hash"),
+		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: n.currentHashKey(), // hashkey.go
 		CheckCallbackURL: guard.CheckURL, OnNotify: n.webhooks.Wake,
 		Wallets: wallets, Forms: n.forms(), VaultCount: n.CountUnderPrevious,
 		DialPeer: dialPeer, PKI: n.pki,
@@ -340,7 +347,8 @@ func (n *Node) leaderWork(ctx context.Context) {
 	if err := n.raft.RecordSelf(ctx); err != nil {
 		n.logger.Warn("record own member record", "error", err)
 	}
-	n.replicateCA(ctx) // clustertls.go
+	n.replicateCA(ctx)      // clustertls.go
+	n.replicateHashKey(ctx) // hashkey.go
 	if n.cfg.Dev {
 		n.ensureDevMerchant()
 	}

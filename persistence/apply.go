@@ -32,6 +32,10 @@ type Result struct {
 	Rewrapped int
 	// Merchant is the merchant record a key rotation wrote.
 	Merchant *command.Merchant
+	// Resealed are the merchant records a VaultRewrap rewrote: a replica
+	// replaying the log after the previous vault key was dropped could not
+	// open them as first written, and reads them again from these.
+	Resealed []*command.Merchant
 	// MID is the MID record a registration wrote (or found the same).
 	MID *command.MID
 	Err error
@@ -269,6 +273,8 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyClusterCA(c.ClusterCA)
 	case c.JoinToken != nil:
 		return b.applyJoinToken(c.JoinToken)
+	case c.RequestHashKey != nil:
+		return b.applyRequestHashKey(c.RequestHashKey)
 	case c.Operator != nil:
 		return b.applyOperator(c.Operator)
 	case c.Session != nil:

@@ -22,6 +22,9 @@ type Cmd struct {
 	// (persistence/clusterpki.go).
 	ClusterCA *ClusterCA `json:"ca,omitempty"`
 	JoinToken *JoinToken `json:"jt,omitempty"`
+	// RequestHashKey records the key of the request hashes and form tokens
+	// once (persistence/hashkey.go).
+	RequestHashKey *RequestHashKey `json:"rk,omitempty"`
 	// Audit appends a record to the audit log (persistence/audit.go).
 	Audit *AuditRecord `json:"au,omitempty"`
 	// Operator adds or disables a back-office operator, and Session starts
@@ -77,6 +80,14 @@ type MID struct {
 // certificate in PEM and the private key sealed under the vault key.
 type ClusterCA struct {
 	CertPEM   string `json:"cert_pem"`
+	SealedKey []byte `json:"sealed_key"`
+}
+
+// RequestHashKey is the key that keys the idempotency records' request
+// hashes and the hosted-form tokens, sealed under the vault key. It does
+// not rotate with the vault key: the hashes stored under it must keep
+// matching (docs/security.md).
+type RequestHashKey struct {
 	SealedKey []byte `json:"sealed_key"`
 }
 
