@@ -106,7 +106,8 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if n.vault, err = loadVault(cfg, kek, logger); err != nil { // vault.go
 		return nil, err
 	}
-	if n.store, err = persistence.Open(filepath.Join(cfg.DataDir, "state"), logger); err != nil {
+	if n.store, err = persistence.OpenSized(filepath.Join(cfg.DataDir, "state"), logger,
+		persistence.Options{BlockCacheBytes: cfg.CacheSizeMiB << 20}); err != nil {
 		return nil, err
 	}
 	if cfg.RestoreFile != "" {
