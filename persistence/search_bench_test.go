@@ -175,6 +175,11 @@ func searchSizes(b *testing.B, sizes []int, stores []*Store) {
 		}
 	}
 	b.StopTimer()
+	for k, n := range sizes {
+		m := stores[k].db.Metrics()
+		b.Logf("%d orders: %.0f MiB in the files, block cache %d MiB, %d hits, %d misses",
+			n, float64(m.DiskSpaceUsage())/(1<<20), m.BlockCache.Size>>20, m.BlockCache.Hits, m.BlockCache.Misses)
+	}
 	var p99 []float64
 	for k, n := range sizes {
 		slices.Sort(took[k])
