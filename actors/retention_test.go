@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/paygate/gateway/order"
-	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 func createWithCallback(t *testing.T, f *fixture, id string) {
@@ -43,12 +43,12 @@ func TestSchedulerPrunesNotificationsPastRetention(t *testing.T) {
 	for i := range down {
 		createWithCallbackURL(t, f, fmt.Sprintf("down%d", i), "http://down.test/hook")
 	}
-	states := func() map[persistence.NotifyState]int {
+	states := func() map[outbox.State]int {
 		list, err := f.store.Notifications("m1", "", 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		count := map[persistence.NotifyState]int{}
+		count := map[outbox.State]int{}
 		for _, n := range list {
 			count[n.State]++
 		}
@@ -79,7 +79,7 @@ func TestSchedulerPrunesNotificationsPastRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := states(); got[persistence.NotifyDelivered] != delivered || got[persistence.NotifyPending] != down {
+	if got := states(); got[outbox.Delivered] != delivered || got[outbox.Pending] != down {
 		t.Fatalf("notifications by state: %v", got)
 	}
 
@@ -92,14 +92,14 @@ func TestSchedulerPrunesNotificationsPastRetention(t *testing.T) {
 		s.pruneNotifications(context.Background())
 		return f.proposer.Applied() - before
 	}
-	if n := pass(time.Now().Add(59 * time.Minute)); n != 0 || states()[persistence.NotifyDelivered] != delivered {
+	if n := pass(time.Now().Add(59 * time.Minute)); n != 0 || states()[outbox.Delivered] != delivered {
 		t.Fatalf("within the retention: %d prunes proposed, notifications %v", n, states())
 	}
 	pruned := notificationsPruned.Get()
 	if n := pass(time.Now().Add(61 * time.Minute)); n != (delivered+page-1)/page {
 		t.Fatalf("%d prunes proposed for %d notifications, want one per page of %d", n, delivered, page)
 	}
-	if got := states(); got[persistence.NotifyDelivered] != 0 || got[persistence.NotifyPending] != down || len(got) != 1 {
+	if got := states(); got[outbox.Delivered] != 0 || got[outbox.Pending] != down || len(got) != 1 {
 		t.Fatalf("after the pass: %v, want only the %d pending", got, down)
 	}
 	if n := notificationsPruned.Get() - pruned; n != delivered {

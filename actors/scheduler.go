@@ -74,9 +74,9 @@ const scheduleWorkers = 32
 // (a proposal that failed) is left for the next poll. Duplicate messages
 // are harmless: the actor re-checks the order before proposing.
 func (s *Scheduler) Run(ctx context.Context) {
-	if n := s.resumePending(); n > 0 {
-		s.Logger.Info("resumed pending authorisations", "count", n)
-	}
+	// Logged even when there were none: it says the new leader has taken
+	// over what was pending (and tests wait for it).
+	s.Logger.Info("resumed pending authorisations", "count", s.resumePending())
 	resumePoll := s.ResumePoll
 	if resumePoll <= 0 {
 		resumePoll = 30 * time.Second

@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/paygate/gateway/internal/netaddr"
 )
 
 // Workload names.
@@ -207,7 +209,7 @@ func ParseTarget(raw string) (base, hostPort string, err error) {
 	if port == "" {
 		port = "80"
 	}
-	if !isLoopbackHost(host) {
+	if !netaddr.LoopbackHost(host) {
 		return "", "", fmt.Errorf("target %q: load only goes to loopback addresses (127.0.0.0/8, ::1, localhost)", raw)
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
@@ -219,14 +221,6 @@ func ParseTarget(raw string) (base, hostPort string, err error) {
 	}
 	hostPort = net.JoinHostPort(host, port)
 	return "http://" + hostPort, hostPort, nil
-}
-
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Mix is the mixed workload's weights, one entry per operation kind.

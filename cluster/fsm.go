@@ -15,6 +15,7 @@ import (
 
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // FSM is the thin adapter between the Raft log and the state: it decodes
@@ -36,7 +37,7 @@ type FSM struct {
 	// OnCommit, when set, is called after each committed batch with the
 	// notifications it created (the dispatcher wakes on them). It runs on
 	// the FSM goroutine: it must not block.
-	OnCommit func(created []*persistence.Notification, merchants []*command.Merchant)
+	OnCommit func(created []*outbox.Notification, merchants []*command.Merchant)
 	// applyLat times each batch of entries applied to the store.
 	applyLat *metrics.PrometheusHistogram
 	// pace bounds the write rate of snapshots (nil: unbounded); Start sets
@@ -128,6 +129,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			if m := results[j].Merchant; m != nil {
 				merchants = append(merchants, m) // a key rotation
 			}
+			merchants = append(merchants, results[j].Resealed...) // a vault re-wrap
 		}
 		out[i] = results
 	}

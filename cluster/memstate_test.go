@@ -15,6 +15,7 @@ import (
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // memState is a StateMachine in memory: the pure order state machine over
@@ -181,5 +182,5 @@ func (b *memBatch) Commit(appliedIndex uint64) error {
 	return nil
 }
 
-func (b *memBatch) Created() []*persistence.Notification { return nil }
-func (b *memBatch) Close()                               {}
+func (b *memBatch) Created() []*outbox.Notification { return nil }
+func (b *memBatch) Close()                          {}

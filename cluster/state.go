@@ -5,6 +5,7 @@ import (
 
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // StateMachine is what the FSM applies the log to: the FSM decodes, skips
@@ -58,7 +59,7 @@ type Batch interface {
 	// Commit makes the batch's effects the state at appliedIndex.
 	Commit(appliedIndex uint64) error
 	// Created lists the notifications the batch put in the outbox.
-	Created() []*persistence.Notification
+	Created() []*outbox.Notification
 	Close()
 }
 
@@ -84,4 +85,4 @@ func (storeState) SnapshotAppliedIndex(r io.Reader) (uint64, error) {
 
 type storeBatch struct{ *persistence.Batch }
 
-func (b storeBatch) Created() []*persistence.Notification { return b.Batch.Created }
+func (b storeBatch) Created() []*outbox.Notification { return b.Batch.Created }

@@ -245,6 +245,10 @@ func TestComposeFile(t *testing.T) {
 		if flags["acquirer-addr"] != "acquirer:8583" {
 			t.Errorf("%s: --acquirer-addr %q, want the acquirer service", name, flags["acquirer-addr"])
 		}
+		// The link carries card numbers off the node's container: mutual TLS.
+		if flags["acquirer-ca-file"] == "" || flags["acquirer-cert-file"] != "/acquirer-pki/"+name+".crt" || flags["insecure-acquirer-link"] != "" {
+			t.Errorf("%s: the acquirer link is not mutual TLS with its own certificate (%v)", name, flags)
+		}
 		joining := name != "node1"
 		if (flags["join"] != "") != joining {
 			t.Errorf("%s: --join %q", name, flags["join"])
@@ -295,6 +299,9 @@ func TestComposeFile(t *testing.T) {
 		if f, ok := strings.CutPrefix(w, "--"); ok && !acqFlags[f] {
 			t.Errorf("acquirer: --%s is not an acquirerd flag", f)
 		}
+	}
+	if cmd := strings.Join(words(acq.Command), " "); !strings.Contains(cmd, "--tls-cert-file") || !strings.Contains(cmd, "--client-ca-file") {
+		t.Errorf("acquirer: %q, want a TLS listener that asks for client certificates", cmd)
 	}
 	fc.checkPlannedUsed(t, "compose.yaml")
 

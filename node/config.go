@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paygate/gateway/cluster"
+	"github.com/paygate/gateway/internal/netaddr"
 	"github.com/paygate/gateway/persistence"
 )
 
@@ -45,6 +46,14 @@ type Config struct {
 	AcquirerLatency       time.Duration // the in-process sandbox host's answer delay
 	AcquirerAddr          string        // the acquirer host's ISO 8583 address; "" = the sandbox host in-process
 	AcquirerTimeout       time.Duration // bounds one acquirer answer
+	// The acquirer link's TLS (docs/acquirer.md, "Securing the link"): the
+	// CA the host's certificate chains to, and the node's client
+	// certificate for a host that asks for one; or plain TCP to a host off
+	// this machine, only when the operator says so.
+	AcquirerCAFile       string
+	AcquirerCertFile     string
+	AcquirerKeyFile      string
+	InsecureAcquirerLink bool
 
 	// Wallet flags (contract section 10).
 	WalletAMerchantID        string
@@ -148,7 +157,7 @@ func (c *Config) Validate() error {
 		if c.AdminToken == "" {
 			// The development token is printed and documented: on an
 			// address other machines reach, anyone could create merchants.
-			if !loopbackAddr(c.HTTPAddr) {
+			if !netaddr.Loopback(c.HTTPAddr) {
 				return fmt.Errorf("--dev on --http-addr %s, which other machines may reach, would open the admin API with the well-known development token: give --admin-token, or listen on 127.0.0.1", c.HTTPAddr)
 			}
 			c.AdminToken = DevAdminToken
@@ -261,7 +270,22 @@ func (c *Config) checkAcquirer() error {
 		c.AcquirerTimeout = DefaultAcquirerTimeout
 	}
 	if c.AcquirerAddr == "" {
+		if c.AcquirerCAFile != "" || c.AcquirerCertFile != "" || c.AcquirerKeyFile != "" || c.InsecureAcquirerLink {
+			return errors.New("--acquirer-ca-file, --acquirer-cert-file, --acquirer-key-file and --insecure-acquirer-link are for the link to --acquirer-addr (the in-process host needs none)")
+		}
 		return nil
+	}
+	if (c.AcquirerCertFile == "") != (c.AcquirerKeyFile == "") {
+		return errors.New("--acquirer-cert-file and --acquirer-key-file go together")
+	}
+	if c.AcquirerCertFile != "" && c.AcquirerCAFile == "" {
+		return errors.New("--acquirer-cert-file is the node's certificate on a TLS link: give --acquirer-ca-file too")
+	}
+	if c.InsecureAcquirerLink && c.AcquirerCAFile != "" {
+		return errors.New("--insecure-acquirer-link turns the link's TLS off: it takes no --acquirer-ca-file")
+	}
+	if c.AcquirerCAFile == "" && !c.InsecureAcquirerLink && !netaddr.Loopback(c.AcquirerAddr) {
+		return fmt.Errorf("--acquirer-addr %s is not on this machine, and the link would carry card numbers in clear: give --acquirer-ca-file (the CA of the host's TLS certificate), or --insecure-acquirer-link when something else encrypts the path", c.AcquirerAddr)
 	}
 	if c.AcquirerLatency != 0 {
 		return errors.New("--acquirer-latency delays the in-process sandbox host only; with --acquirer-addr, set the host's latency (acquirerd: POST /faults)")
@@ -288,7 +312,7 @@ func joinAddress(join string) (string, error) {
 // section 11).
 func (c *Config) checkSecurity() error {
 	if c.InsecureClusterLinks {
-		if !loopbackAddr(c.RaftAddr) || !loopbackAddr(c.AdvertiseRaftAddr) {
+		if !netaddr.Loopback(c.RaftAddr) || !netaddr.Loopback(c.AdvertiseRaftAddr) {
 			return fmt.Errorf("--insecure-cluster-links is for a cluster whose every --raft-addr is a loopback address; %s is not: run with TLS (the default)", c.RaftAddr)
 		}
 		if c.ClusterCAFile != "" || c.NodeCertFile != "" || c.NodeKeyFile != "" || c.JoinToken != "" {
@@ -310,23 +334,10 @@ func (c *Config) checkSecurity() error {
 	if (c.HTTPTLSCertFile == "") != (c.HTTPTLSKeyFile == "") {
 		return errors.New("--http-tls-cert-file and --http-tls-key-file go together")
 	}
-	if c.PprofAddr != "" && !loopbackAddr(c.PprofAddr) {
+	if c.PprofAddr != "" && !netaddr.Loopback(c.PprofAddr) {
 		return fmt.Errorf("--pprof-addr %s: profiles show the node's memory, card data included; listen on a loopback address (127.0.0.1:6060) and reach it through SSH", c.PprofAddr)
 	}
 	return nil
-}
-
-// loopbackAddr reports whether host:port listens on this machine only.
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // checkAdvertisedHTTP fills AdvertiseHTTPAddr. Peers forward writes to the

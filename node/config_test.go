@@ -171,6 +171,29 @@ func TestSecurityFlags(t *testing.T) {
 		{"pprof on every interface", func(c *Config) { c.PprofAddr = "0.0.0.0:6060" }, "loopback"},
 		{"pprof with no host", func(c *Config) { c.PprofAddr = ":6060" }, "loopback"},
 		{"join over https", func(c *Config) { c.Join = "https://10.0.0.1:8443" }, ""},
+		// The acquirer link: TLS or loopback, or plain TCP off the machine
+		// only when the operator says so.
+		{"in-process host", func(*Config) {}, ""},
+		{"plain TCP to loopback", func(c *Config) { c.AcquirerAddr = "127.0.0.1:8583" }, ""},
+		{"plain TCP to localhost", func(c *Config) { c.AcquirerAddr = "localhost:8583" }, ""},
+		{"plain TCP off the machine", func(c *Config) { c.AcquirerAddr = "10.0.0.5:8583" }, "--acquirer-ca-file"},
+		{"plain TCP to a name", func(c *Config) { c.AcquirerAddr = "acquirer.internal:8583" }, "--insecure-acquirer-link"},
+		{"insecure off the machine", func(c *Config) { c.AcquirerAddr, c.InsecureAcquirerLink = "10.0.0.5:8583", true }, ""},
+		{"TLS off the machine", func(c *Config) { c.AcquirerAddr, c.AcquirerCAFile = "10.0.0.5:8583", "ca.crt" }, ""},
+		{"mutual TLS", func(c *Config) {
+			c.AcquirerAddr, c.AcquirerCAFile, c.AcquirerCertFile, c.AcquirerKeyFile = "10.0.0.5:8583", "ca.crt", "n.crt", "n.key"
+		}, ""},
+		{"client certificate without its key", func(c *Config) {
+			c.AcquirerAddr, c.AcquirerCAFile, c.AcquirerCertFile = "10.0.0.5:8583", "ca.crt", "n.crt"
+		}, "go together"},
+		{"client certificate without a CA", func(c *Config) {
+			c.AcquirerAddr, c.AcquirerCertFile, c.AcquirerKeyFile = "127.0.0.1:8583", "n.crt", "n.key"
+		}, "--acquirer-ca-file"},
+		{"insecure and a CA", func(c *Config) {
+			c.AcquirerAddr, c.AcquirerCAFile, c.InsecureAcquirerLink = "10.0.0.5:8583", "ca.crt", true
+		}, "turns the link's TLS off"},
+		{"TLS flags without an address", func(c *Config) { c.AcquirerCAFile = "ca.crt" }, "in-process host"},
+		{"insecure without an address", func(c *Config) { c.InsecureAcquirerLink = true }, "in-process host"},
 	} {
 		c := base()
 		tc.set(&c)

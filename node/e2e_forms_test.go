@@ -365,9 +365,20 @@ func TestFormAndThreeDSAcrossLeaders(t *testing.T) {
 	}
 	redirect := ans["redirect_url"].(string)
 
+	const resumed = "resumed pending authorisations"
+	before := map[*nodetest.Node]int{}
+	for _, n := range c.Nodes {
+		before[n] = strings.Count(n.Logs(), resumed)
+	}
 	leader.Kill()
 	next := c.WaitLeader(leader, 15*time.Second)
-	time.Sleep(500 * time.Millisecond) // the new leader's resume has run
+	// The new leader's resume has run (it logs each pass it makes on
+	// taking over), and left the challenge alone.
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(next.Logs(), resumed) == before[next]; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new leader never resumed pending authorisations")
+		}
+	}
 	o := m.At(next).Post(t, "status", map[string]any{"order_id": id})
 	if o.Str("status") != "processing" || onlyTxn(t, o)["status"] != "verify" {
 		t.Fatalf("after the failover, the challenge must wait for the customer: %s", o.Body)

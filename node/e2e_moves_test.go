@@ -225,48 +225,47 @@ func TestDuplicateAnswersMoveNothingTwice(t *testing.T) {
 	}
 }
 
-// acquirerd killed with ten captures pending, then restarted: each
-// completes once.
-func TestAcquirerKilledWithCapturesPending(t *testing.T) {
-	acq, _, m := startMoves(t)
-	ids, rrns := make([]string, 10), make([]string, 10)
-	for i := range ids {
-		ids[i], rrns[i] = authorize(t, m, int64(100+i))
-	}
-	acq.Kill()
-	for _, id := range ids {
-		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Status != 200 || s.Str("status") != "authorized" {
-			t.Fatalf("settle while the acquirer is away: %d %s", s.Status, s.Body)
-		}
-	}
-	acq.Restart()
-	for _, id := range ids {
-		m.WaitStatus(t, id, "settled", 30*time.Second)
-	}
-	rows := reportRows(acq)
-	for i, rrn := range rrns {
-		once(t, rows, rrn+" capture", int64(100+i))
-	}
-}
-
-// The gateway SIGKILLed with movements pending (recorded, sent, answers
-// dropped): after its restart each completes once.
-func TestGatewayKilledWithMovementsPending(t *testing.T) {
-	acq, n, m := startMoves(t)
-	ids, rrns := make([]string, 5), make([]string, 5)
-	for i := range ids {
-		ids[i], rrns[i] = authorize(t, m, int64(200+i))
-	}
-	settleUnanswered(t, acq, m, ids)
-	n.Kill()
-	acq.SetFaults(`{}`)
-	n.Restart()
-	for _, id := range ids {
-		m.WaitStatus(t, id, "settled", 30*time.Second)
-	}
-	rows := reportRows(acq)
-	for i, rrn := range rrns {
-		once(t, rows, rrn+" capture", int64(200+i))
+// A process killed with captures pending, then restarted: each completes
+// once. acquirerd is killed before the settles (the captures wait for it);
+// the gateway is SIGKILLed after them, with the captures recorded and sent
+// and their answers dropped.
+func TestKilledWithCapturesPending(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		orders int
+		amount int64 // of the first order; the next ones 1 more each
+		// pend settles the orders and leaves their captures pending;
+		// resume lets them complete.
+		pend   func(t *testing.T, acq *nodetest.Acquirerd, m *nodetest.Merchant, ids []string)
+		resume func(acq *nodetest.Acquirerd, n *nodetest.Node)
+	}{
+		{"acquirerd", 10, 100, func(t *testing.T, acq *nodetest.Acquirerd, m *nodetest.Merchant, ids []string) {
+			acq.Kill()
+			for _, id := range ids {
+				if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Status != 200 || s.Str("status") != "authorized" {
+					t.Fatalf("settle while the acquirer is away: %d %s", s.Status, s.Body)
+				}
+			}
+		}, func(acq *nodetest.Acquirerd, _ *nodetest.Node) { acq.Restart() }},
+		{"gateway", 5, 200, settleUnanswered,
+			func(acq *nodetest.Acquirerd, n *nodetest.Node) { n.Kill(); acq.SetFaults(`{}`); n.Restart() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			acq, n, m := startMoves(t)
+			ids, rrns := make([]string, c.orders), make([]string, c.orders)
+			for i := range ids {
+				ids[i], rrns[i] = authorize(t, m, c.amount+int64(i))
+			}
+			c.pend(t, acq, m, ids)
+			c.resume(acq, n)
+			for _, id := range ids {
+				m.WaitStatus(t, id, "settled", 30*time.Second)
+			}
+			rows := reportRows(acq)
+			for i, rrn := range rrns {
+				once(t, rows, rrn+" capture", c.amount+int64(i))
+			}
+		})
 	}
 }
 

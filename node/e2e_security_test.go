@@ -406,6 +406,13 @@ func TestClusterTrafficCarriesNoSecrets(t *testing.T) {
 			}
 			follower := c.Nodes[1]
 			m := follower.CreateMerchant(t, 1000) // an admin write, forwarded
+			// An operator signs in on the follower: the leader checks the
+			// password, so it crosses the cluster port (and so does the
+			// session token the leader makes).
+			const password = "tap-password-9c1e77"
+			mustCall(t, follower, nodetest.AdminToken, "POST", "/admin/v1/operators",
+				`{"email":"tap@example.com","role":"support","password":"`+password+`"}`, 200)
+			session := signIn(t, follower, "tap@example.com", password)
 			r := m.Post(t, "charge", chargeBody(newOrderID("tap"), card, 900, 24))
 			if r.Status != 200 {
 				t.Fatalf("charge through %s: %d %s", follower.ID, r.Status, r.Body)
@@ -426,6 +433,9 @@ func TestClusterTrafficCarriesNoSecrets(t *testing.T) {
 			}
 			if strings.Contains(string(seen), nodetest.AdminToken) {
 				t.Fatal("the admin token crossed the cluster port")
+			}
+			if strings.Contains(string(seen), password) || strings.Contains(string(seen), session) {
+				t.Fatal("an operator's password or session token crossed the cluster port in clear")
 			}
 		})
 	}

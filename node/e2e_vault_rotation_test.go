@@ -35,6 +35,32 @@ func setFlag(n *nodetest.Node, flag, value string) {
 	n.Args = append(n.Args, flag, value)
 }
 
+// rotateVaultKey restarts n sealing under newKey and reading oldKey too
+// (docs/security.md, rotation step 2).
+func rotateVaultKey(t *testing.T, n *nodetest.Node, newKey, oldKey string) {
+	t.Helper()
+	if err := n.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	setFlag(n, "--vault-key-file", newKey)
+	setFlag(n, "--vault-previous-key-file", oldKey)
+	n.Restart()
+}
+
+// dropOldVaultKey removes the old key file and restarts n without it
+// (rotation step 5).
+func dropOldVaultKey(t *testing.T, n *nodetest.Node, oldKey string) {
+	t.Helper()
+	if err := n.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(oldKey); err != nil {
+		t.Fatal(err)
+	}
+	dropFlag(n, "--vault-previous-key-file")
+	n.Restart()
+}
+
 func dropFlag(n *nodetest.Node, flag string) {
 	for i := 0; i+1 < len(n.Args); i++ {
 		if n.Args[i] == flag {
@@ -82,12 +108,7 @@ func TestVaultKeyRotationUnderLoad(t *testing.T) {
 	}
 
 	// The rotation: new key to seal, the old one to read.
-	if err := n.Stop(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	setFlag(n, "--vault-key-file", newKey)
-	setFlag(n, "--vault-previous-key-file", oldKey)
-	n.Restart()
+	rotateVaultKey(t, n, newKey, oldKey)
 
 	var failed, done atomic.Int64
 	var failure atomic.Value
@@ -135,14 +156,7 @@ func TestVaultKeyRotationUnderLoad(t *testing.T) {
 
 	// The old key goes; every stored card still pays, and the merchant's
 	// secrets (re-sealed too) still sign.
-	if err := n.Stop(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(oldKey); err != nil {
-		t.Fatal(err)
-	}
-	dropFlag(n, "--vault-previous-key-file")
-	n.Restart()
+	dropOldVaultKey(t, n, oldKey)
 	after := make([]string, len(tokens))
 	for i, tok := range tokens {
 		after[i] = newOrderID("vkafter")

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,21 +313,22 @@ func TestWebhookSlowEndpointDoesNotStarveOthers(t *testing.T) {
 }
 
 // Request-time SSRF refusal on a node that does not allow private callbacks;
-// a canary on loopback sees no connection.
+// nothing is committed, so nothing can ever be sent, and a canary on
+// loopback has seen no connection.
 func TestCallbackURLRefusedWithoutPrivateCallbacks(t *testing.T) {
 	canary, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer canary.Close()
-	var hits atomic.Int64
+	accepted := make(chan string, 64) // remote address of each connection
 	go func() {
 		for {
 			c, err := canary.Accept()
 			if err != nil {
 				return
 			}
-			hits.Add(1)
+			accepted <- c.RemoteAddr().String()
 			c.Close()
 		}
 	}()
@@ -374,9 +374,29 @@ func TestCallbackURLRefusedWithoutPrivateCallbacks(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
-	if hits.Load() != 0 {
-		t.Fatalf("canary got %d connections", hits.Load())
+	// The outbox holds nothing of the merchant's: no notification is due
+	// anywhere, now or later.
+	if d := listDeliveries(t, n, m.ID, ""); len(d) != 0 {
+		t.Fatalf("refused requests left %d notifications: %v", len(d), d)
+	}
+	// And none was sent meanwhile: the canary accepts connections in the
+	// order they came (its accept queue), so every one made before a
+	// sentinel of ours is accepted before it.
+	sentinel, err := net.Dial("tcp", canary.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sentinel.Close()
+	for {
+		select {
+		case peer := <-accepted:
+			if peer == sentinel.LocalAddr().String() {
+				return
+			}
+			t.Fatalf("canary got a connection from %s", peer)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the canary never accepted its sentinel")
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/paygate/gateway/transport/server"
 	"github.com/paygate/gateway/transport/signature"
 	"github.com/paygate/gateway/transport/webhook"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // Node is a running gateway node.
@@ -47,7 +48,7 @@ type Node struct {
 	acquirerLink *link.Client
 	// acquirers routes each order's messages to its MID's host, over a
 	// link per host, or to acquirerLink (contract 12).
-	acquirers *link.Router
+	acquirers    *link.Router
 	acquirerHost *host.Host
 	webhooks     *webhook.Dispatcher
 	// hookClient delivers notifications; its idle connections to
@@ -65,6 +66,11 @@ type Node struct {
 	joinRaft string
 	// httpCert serves the HTTP listener's TLS certificate (httptls.go).
 	httpCert *certReloader
+	// legacyHashKey is the request-hash key as versions before its record
+	// derived it from the (oldest) vault key: the key this node hashes with
+	// until the replicated one is in its store, and the one a leader
+	// records when there is none yet (hashkey.go).
+	legacyHashKey []byte
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
@@ -103,9 +109,11 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.vault, err = loadVault(cfg, kek, logger); err != nil { // vault.go
+	var oldestKEK []byte
+	if n.vault, oldestKEK, err = loadVault(cfg, kek, logger); err != nil { // vault.go
 		return nil, err
 	}
+	n.legacyHashKey = derive(oldestKEK, "request-hash") // hashkey.go
 	if n.store, err = persistence.OpenSized(filepath.Join(cfg.DataDir, "state"), logger,
 		persistence.Options{BlockCacheBytes: cfg.CacheSizeMiB << 20}); err != nil {
 		return nil, err
@@ -189,11 +197,12 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	n.server = server.New(server.Config{
 		Logger: logger, Store: n.store, Cluster: n.raft, Registry: n.registry, Vault: n.vault,
-		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: derive(kek, "request-hash"),
+		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: n.currentHashKey(), // hashkey.go
 		CheckCallbackURL: guard.CheckURL, OnNotify: n.webhooks.Wake,
 		Wallets: wallets, Forms: n.forms(), VaultCount: n.CountUnderPrevious,
 		DialPeer: dialPeer, PKI: n.pki,
 	})
+	n.mountDashboard(logger)                          // dashboard.go
 	if n.listener, err = n.listenHTTP(); err != nil { // httptls.go
 		return nil, err
 	}
@@ -255,7 +264,7 @@ func (n *Node) loadMerchants() error {
 
 // onCommit runs on the FSM goroutine after each batch: keep the merchant
 // directory current. It must not block.
-func (n *Node) onCommit(created []*persistence.Notification, merchants []*command.Merchant) {
+func (n *Node) onCommit(created []*outbox.Notification, merchants []*command.Merchant) {
 	if len(created) > 0 && n.webhooks != nil {
 		n.webhooks.Offer(created)
 	}
@@ -339,7 +348,8 @@ func (n *Node) leaderWork(ctx context.Context) {
 	if err := n.raft.RecordSelf(ctx); err != nil {
 		n.logger.Warn("record own member record", "error", err)
 	}
-	n.replicateCA(ctx) // clustertls.go
+	n.replicateCA(ctx)      // clustertls.go
+	n.replicateHashKey(ctx) // hashkey.go
 	if n.cfg.Dev {
 		n.ensureDevMerchant()
 	}
@@ -363,8 +373,14 @@ func (n *Node) leaderWork(ctx context.Context) {
 		defer close(webhooksDone)
 		n.webhooks.Run(ctx)
 	}()
+	sessionsDone := make(chan struct{})
+	go func() {
+		defer close(sessionsDone)
+		n.pruneSessions(ctx) // sessions.go
+	}()
 	sched.Run(ctx)
 	<-webhooksDone
+	<-sessionsDone
 }
 
 // retentionPoll is how often the leader looks for records past their
@@ -410,6 +426,10 @@ func (n *Node) DevMerchant(ctx context.Context) (*server.Merchant, error) {
 
 // Addr is the HTTP listener's address.
 func (n *Node) Addr() string { return n.listener.Addr().String() }
+
+// Authenticator signs operators in and checks their sessions (the
+// dashboard's operator.Authenticator; transport/server/sessions.go).
+func (n *Node) Authenticator() *server.Auth { return n.server.Authenticator() }
 
 // Ready reports whether the node can serve writes.
 func (n *Node) Ready() bool { return n.raft.Ready() }

@@ -42,11 +42,12 @@ func init() {
 }
 
 // loadVault makes the node's vault: the current key, and the previous one
-// when given.
-func loadVault(cfg Config, kek []byte, logger *slog.Logger) (*vault.Vault, error) {
-	v, err := vault.New(kek)
+// when given. oldest is the older of the two keys (the request-hash key of
+// a data dir written before it was replicated derives from it: hashkey.go).
+func loadVault(cfg Config, kek []byte, logger *slog.Logger) (v *vault.Vault, oldest []byte, err error) {
+	v, err = vault.New(kek)
 	if err != nil || cfg.VaultPreviousKeyFile == "" {
-		return v, err
+		return v, kek, err
 	}
 	if mode, exposed := vault.KeyFileExposed(cfg.VaultPreviousKeyFile); exposed {
 		logger.Warn("the previous vault key file is open to its group or others: chmod 600 it",
@@ -54,12 +55,12 @@ func loadVault(cfg Config, kek []byte, logger *slog.Logger) (*vault.Vault, error
 	}
 	prev, err := vault.LoadKEK(cfg.VaultPreviousKeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("--vault-previous-key-file: %w", err)
+		return nil, nil, fmt.Errorf("--vault-previous-key-file: %w", err)
 	}
 	if v, err = v.WithPrevious(prev); err != nil {
-		return nil, fmt.Errorf("--vault-previous-key-file: %w", err)
+		return nil, nil, fmt.Errorf("--vault-previous-key-file: %w", err)
 	}
-	return v, nil
+	return v, prev, nil
 }
 
 // notCurrent reports a sealed value the current key did not seal.
@@ -160,6 +161,12 @@ func (n *Node) rewrapPass(ctx context.Context) (left int, err error) {
 	}
 	if e, ok, err := n.resealClusterCA(); err != nil {
 		n.logger.Error("vault re-wrap: the cluster CA's key", "error", err)
+		left++
+	} else if ok {
+		batch = append(batch, e)
+	}
+	if e, ok, err := n.resealHashKey(); err != nil { // hashkey.go
+		n.logger.Error("vault re-wrap: the request-hash key", "error", err)
 		left++
 	} else if ok {
 		batch = append(batch, e)

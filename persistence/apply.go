@@ -2,9 +2,7 @@ package persistence
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"io"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // Result is what applying a Cmd did; the proposer gets it back.
@@ -25,7 +24,7 @@ type Result struct {
 	Replayed *IdemRecord
 	// Notification is set when applying a NotifyUpdate: the record as it
 	// now stands, without its body (Store.Notification reads it whole).
-	Notification *Notification
+	Notification *outbox.Notification
 	// Pruned is how many notifications or idempotency records a prune
 	// removed.
 	Pruned int
@@ -33,6 +32,10 @@ type Result struct {
 	Rewrapped int
 	// Merchant is the merchant record a key rotation wrote.
 	Merchant *command.Merchant
+	// Resealed are the merchant records a VaultRewrap rewrote: a replica
+	// replaying the log after the previous vault key was dropped could not
+	// open them as first written, and reads them again from these.
+	Resealed []*command.Merchant
 	// MID is the MID record a registration wrote (or found the same).
 	MID *command.MID
 	Err error
@@ -47,7 +50,7 @@ type Batch struct {
 	b *pebble.Batch
 	// Created lists the notifications this batch put in the outbox, for the
 	// dispatcher to pick up after commit.
-	Created []*Notification
+	Created []*outbox.Notification
 	// orders are the orders this batch wrote, for its own later reads and
 	// for the cache once committed.
 	orders map[string]*order.Order
@@ -270,6 +273,12 @@ func (b *Batch) Apply(c *command.Cmd) Result {
 		return b.applyClusterCA(c.ClusterCA)
 	case c.JoinToken != nil:
 		return b.applyJoinToken(c.JoinToken)
+	case c.RequestHashKey != nil:
+		return b.applyRequestHashKey(c.RequestHashKey)
+	case c.Operator != nil:
+		return b.applyOperator(c.Operator)
+	case c.Session != nil:
+		return b.applySession(c.Session)
 	case c.MID != nil:
 		return b.applyMID(c.MID)
 	}
@@ -401,16 +410,4 @@ func (b *Batch) applySideEffects(cmd *order.Command, next *order.Order, out orde
 	if (out.StatusChanged || out.RedirectSet || out.MoveAnswered) && next.CallbackURL != "" {
 		b.addNotification(next, cmd.Time)
 	}
-}
-
-// NotificationID is deterministic: the order and its version name it.
-func NotificationID(merchant, orderID string, version uint64) string {
-	h := sha256.New()
-	h.Write([]byte(merchant))
-	h.Write([]byte{0})
-	h.Write([]byte(orderID))
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], version)
-	h.Write(v[:])
-	return "ntf_" + hex.EncodeToString(h.Sum(nil)[:12])
 }

@@ -41,3 +41,38 @@ func TestClusterCAAndJoinTokens(t *testing.T) {
 		t.Fatalf("unknown token: %+v, %v", got, err)
 	}
 }
+
+// The request-hash key is recorded once: a later one changes nothing (the
+// stored hashes were made with the first); a vault re-wrap may re-seal it
+// and CountSealed counts it.
+func TestRequestHashKeyRecord(t *testing.T) {
+	ts := newTestStore(t)
+	if got, err := ts.RequestHashKey(); err != nil || got != nil {
+		t.Fatalf("before any: %+v, %v", got, err)
+	}
+	res := ts.apply(1, &command.Cmd{RequestHashKey: &command.RequestHashKey{SealedKey: []byte("first")}},
+		&command.Cmd{RequestHashKey: &command.RequestHashKey{SealedKey: []byte("second")}},
+		&command.Cmd{RequestHashKey: &command.RequestHashKey{}})
+	if res[0].Err != nil || res[1].Err != nil || res[2].Err == nil {
+		t.Fatalf("first %v, second %v, empty %v (want refused)", res[0].Err, res[1].Err, res[2].Err)
+	}
+	got, err := ts.RequestHashKey()
+	if err != nil || got == nil || string(got.SealedKey) != "first" {
+		t.Fatalf("RequestHashKey() = %+v, %v", got, err)
+	}
+	if n, err := ts.CountSealed(func(b []byte) bool { return string(b) == "first" }); err != nil || n != 1 {
+		t.Fatalf("CountSealed = %d, %v", n, err)
+	}
+	old, err := EncodeRequestHashKey(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val, _ := EncodeRequestHashKey(&command.RequestHashKey{SealedKey: []byte("resealed")})
+	r := ts.apply(2, &command.Cmd{VaultRewrap: &command.VaultRewrap{Entries: []command.RewrapEntry{NewRewrapEntry(RequestHashKeyKey(), old, val)}}})[0]
+	if r.Rewrapped != 1 {
+		t.Fatalf("rewrapped %d, want 1", r.Rewrapped)
+	}
+	if got, _ := ts.RequestHashKey(); got == nil || string(got.SealedKey) != "resealed" {
+		t.Fatalf("after the re-wrap: %+v", got)
+	}
+}

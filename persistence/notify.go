@@ -3,87 +3,34 @@ package persistence
 import (
 	"fmt"
 	"math"
-	"net/url"
-	"strings"
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
-
-// NotifyState is where a notification's delivery stands.
-type NotifyState string
-
-// Notification delivery states.
-const (
-	NotifyPending   NotifyState = "pending"
-	NotifyDelivered NotifyState = "delivered"
-	NotifyFailed    NotifyState = "failed"
-)
-
-// attemptsMax bounds the attempt history kept per notification: the
-// schedule has nine attempts; the rest is room for operator redeliveries.
-const attemptsMax = 32
-
-// Notification is one order-status notification in the outbox. It is written
-// in the same batch as the status change it reports, and its delivery
-// schedule is replicated, so any leader continues it where it stood.
-type Notification struct {
-	ID          string       `json:"id"`
-	Merchant    string       `json:"merchant"`
-	OrderID     string       `json:"order_id"`
-	OrderStatus order.Status `json:"order_status"`
-	URL         string       `json:"url"`
-	Body        []byte       `json:"body"`
-	CreatedAt   int64        `json:"created_at"`
-	State       NotifyState  `json:"state"`
-	// FirstAttemptAt anchors the retry offsets (contract section 6).
-	FirstAttemptAt int64 `json:"first_attempt_at,omitempty"`
-	NextDueAt      int64 `json:"next_due_at,omitempty"`
-	// FinishedAt is when the notification was delivered or failed (0 while
-	// pending): its place in the retention index (x/), pruned after
-	// --webhook-retention.
-	FinishedAt int64                   `json:"finished_at,omitempty"`
-	Attempts   []command.AttemptRecord `json:"attempts,omitempty"`
-}
 
 func notifyKey(id string) []byte { return append([]byte(prefixNotify), id...) }
-
-// Endpoint is the receiver a callback URL points to, lowercased
-// scheme://host[:port]: the webhook dispatcher bounds what it hands to each
-// one, so a slow receiver holds up only its own notifications.
-func Endpoint(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return rawURL
-	}
-	return strings.ToLower(u.Scheme + "://" + u.Host)
-}
 
 // setDue puts n in the delivery queue at its due time. The index entry's
 // value is n's endpoint, so a scan can pass over the notifications of an
 // endpoint that has no room without loading them (DueNotifications).
 // Entries written before it carried one have an empty value.
-func (b *Batch) setDue(n *Notification) {
-	b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), []byte(Endpoint(n.URL)))
+func (b *Batch) setDue(n *outbox.Notification) {
+	b.set(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)), []byte(outbox.Endpoint(n.URL)))
 }
 
 func (b *Batch) addNotification(o *order.Order, now int64) {
-	n := &Notification{
-		ID:          NotificationID(o.Merchant, o.ID, o.Version),
-		Merchant:    o.Merchant,
-		OrderID:     o.ID,
-		OrderStatus: o.Status,
-		URL:         o.CallbackURL,
-		Body:        order.NewView(o, order.WithAllTxns, "").Marshal(),
-		CreatedAt:   now,
-		State:       NotifyPending,
-		NextDueAt:   now,
-	}
+	n := outbox.New(o, now)
 	b.putNotification(n)
 	b.setDue(n)
 	b.Created = append(b.Created, n)
 }
 
+// applyNotify applies an attempt's result or a redelivery (outbox.Apply)
+// and keeps the indexes with the record: the delivery queue (q/) holds it
+// while pending, the retention index (x/) once delivered. (Only delivered
+// ones age out: a failed delivery stays visible to the admin API, contract
+// section 6, until it is redelivered.)
 func (b *Batch) applyNotify(u *command.NotifyUpdate) Result {
 	n, err := readNotification(b, u.ID)
 	if err != nil {
@@ -92,60 +39,29 @@ func (b *Batch) applyNotify(u *command.NotifyUpdate) Result {
 	if n == nil {
 		return Result{Err: fmt.Errorf("notification %s not found", u.ID)}
 	}
-	if n.State == NotifyPending {
-		b.del(timedKey(prefixDue, n.NextDueAt, []byte(n.ID)))
-	}
-	switch {
-	case u.Redeliver:
-		if n.FinishedAt != 0 {
-			b.del(timedKey(prefixFinished, n.FinishedAt, []byte(n.ID)))
-			n.FinishedAt = 0
-		}
-		n.State = NotifyPending
-		n.FirstAttemptAt = 0
-		n.NextDueAt = u.Time
-	case n.State != NotifyPending:
-		// A late result for a delivery already settled: keep the record as
-		// it is (at-least-once means a duplicate send is possible, never a
-		// lost one).
+	was := *n
+	if !outbox.Apply(n, u) {
+		// A late result for a delivery already settled: the record stays.
 		return Result{Notification: n}
-	default:
-		if u.Attempt != nil {
-			if n.FirstAttemptAt == 0 {
-				n.FirstAttemptAt = u.Attempt.At
-			}
-			n.Attempts = append(n.Attempts, *u.Attempt)
-			if len(n.Attempts) > attemptsMax {
-				n.Attempts = n.Attempts[len(n.Attempts)-attemptsMax:]
-			}
-		}
-		switch {
-		case u.Delivered:
-			n.State = NotifyDelivered
-			n.NextDueAt = 0
-		case u.NextDueAt == 0:
-			n.State = NotifyFailed
-		default:
-			n.NextDueAt = u.NextDueAt
-		}
-		if n.State != NotifyPending {
-			n.FinishedAt = u.Time
-		}
-		if n.State == NotifyDelivered {
-			// Only delivered ones age out: a failed delivery stays visible
-			// to the admin API (contract section 6) until it is redelivered.
-			b.set(timedKey(prefixFinished, n.FinishedAt, []byte(n.ID)), nil)
-		}
+	}
+	if was.State == outbox.Pending {
+		b.del(timedKey(prefixDue, was.NextDueAt, []byte(n.ID)))
+	}
+	if was.FinishedAt != 0 && n.FinishedAt == 0 {
+		b.del(timedKey(prefixFinished, was.FinishedAt, []byte(n.ID)))
+	}
+	if n.State == outbox.Delivered {
+		b.set(timedKey(prefixFinished, n.FinishedAt, []byte(n.ID)), nil)
 	}
 	b.putNotification(n)
-	if n.State == NotifyPending {
+	if n.State == outbox.Pending {
 		b.setDue(n)
 	}
 	return Result{Notification: n}
 }
 
 // Notification returns a notification by id with its body, or nil.
-func (s *Store) Notification(id string) (*Notification, error) {
+func (s *Store) Notification(id string) (*outbox.Notification, error) {
 	// One snapshot for the record and its body: a prune committed between
 	// the two reads would leave a record without a body.
 	snap := s.db.NewSnapshot()
@@ -154,7 +70,7 @@ func (s *Store) Notification(id string) (*Notification, error) {
 }
 
 // notificationIn reads a notification and its body from r, a snapshot.
-func notificationIn(r reader, id string) (*Notification, error) {
+func notificationIn(r reader, id string) (*outbox.Notification, error) {
 	n, err := readNotification(r, id)
 	if err != nil {
 		return nil, err
@@ -171,7 +87,7 @@ func notificationIn(r reader, id string) (*Notification, error) {
 // flight, which under a backlog are most of the queue, and those of
 // endpoints with no room; loading each of them on every scan cost more than
 // the deliveries.
-func (s *Store) DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*Notification, error) {
+func (s *Store) DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*outbox.Notification, error) {
 	var ids []string
 	var rerr error
 	err := s.scanTimed(queueIndex, now+1, func(k, v []byte) bool {
@@ -188,7 +104,7 @@ func (s *Store) DueNotifications(now int64, limit int, skip func(id, endpoint st
 			if n == nil {
 				return true // delivered and pruned since
 			}
-			endpoint = Endpoint(n.URL)
+			endpoint = outbox.Endpoint(n.URL)
 		}
 		if skip == nil || !skip(id, endpoint) {
 			ids = append(ids, id)
@@ -205,7 +121,7 @@ func (s *Store) DueNotifications(now int64, limit int, skip func(id, endpoint st
 	// pruned since the scan reads as nil and is left out.
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
-	out := make([]*Notification, 0, len(ids))
+	out := make([]*outbox.Notification, 0, len(ids))
 	for _, id := range ids {
 		n, err := notificationIn(snap, id)
 		if err != nil {
@@ -242,8 +158,24 @@ func (s *Store) PendingNotificationCount() (int, error) {
 
 // Notifications lists a merchant's notifications, optionally for one order.
 // It scans the outbox: an operator's view, not a hot path.
-func (s *Store) Notifications(merchant, orderID string, limit int) ([]*Notification, error) {
-	var out []*Notification
+func (s *Store) Notifications(merchant, orderID string, limit int) ([]*outbox.Notification, error) {
+	return s.notificationsWhere(func(n *outbox.Notification) bool {
+		return (merchant == "" || n.Merchant == merchant) && (orderID == "" || n.OrderID == orderID)
+	}, limit)
+}
+
+// FailedNotifications lists up to limit notifications that used up their
+// retries (the back office's list to act on). It scans the outbox, as
+// Notifications does: failed ones are kept until redelivered, delivered
+// ones only for the retention period.
+func (s *Store) FailedNotifications(limit int) ([]*outbox.Notification, error) {
+	return s.notificationsWhere(func(n *outbox.Notification) bool { return n.State == outbox.Failed }, limit)
+}
+
+// notificationsWhere lists up to limit notifications match accepts, with
+// their bodies.
+func (s *Store) notificationsWhere(match func(*outbox.Notification) bool, limit int) ([]*outbox.Notification, error) {
+	var out []*outbox.Notification
 	var derr error
 	// The records and their bodies from one snapshot, as in Notification.
 	snap := s.db.NewSnapshot()
@@ -254,7 +186,7 @@ func (s *Store) Notifications(merchant, orderID string, limit int) ([]*Notificat
 			derr = err
 			return false
 		}
-		if (merchant == "" || n.Merchant == merchant) && (orderID == "" || n.OrderID == orderID) {
+		if match(n) {
 			out = append(out, n)
 		}
 		return len(out) < limit

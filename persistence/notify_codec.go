@@ -10,6 +10,7 @@ import (
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/persistence/command/wire"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // Notification records are stored in binary (package wire), every field in
@@ -39,13 +40,13 @@ const attemptBytesMin = 4
 func notifyBodyKey(id string) []byte { return append([]byte(prefixBody), id...) }
 
 // appendNotification encodes n's record, without its body.
-func appendNotification(dst []byte, n *Notification) []byte {
+func appendNotification(dst []byte, n *outbox.Notification) []byte {
 	return appendNotificationFormat(dst, n, notificationFormatV3)
 }
 
 // appendNotificationFormat encodes n's record in format 3, or in an older
 // format for the tests that check older records still read.
-func appendNotificationFormat(dst []byte, n *Notification, format byte) []byte {
+func appendNotificationFormat(dst []byte, n *outbox.Notification, format byte) []byte {
 	dst = append(dst, format)
 	dst = wire.AppendString(dst, n.ID)
 	dst = wire.AppendString(dst, n.Merchant)
@@ -76,9 +77,9 @@ func appendNotificationFormat(dst []byte, n *Notification, format byte) []byte {
 // decodeNotification decodes a stored record of any format. The body of a
 // format 2 or 3 record is left nil (readNotificationBody). v is not
 // retained.
-func decodeNotification(v []byte) (*Notification, error) {
+func decodeNotification(v []byte) (*outbox.Notification, error) {
 	if len(v) > 0 && v[0] == '{' {
-		var n Notification
+		var n outbox.Notification
 		if err := json.Unmarshal(v, &n); err != nil {
 			return nil, fmt.Errorf("decode legacy JSON notification: %w", err)
 		}
@@ -89,7 +90,7 @@ func decodeNotification(v []byte) (*Notification, error) {
 		format = v[0]
 	}
 	d := wire.NewDecoder(v, format, "notification")
-	n := &Notification{}
+	n := &outbox.Notification{}
 	n.ID = d.Str()
 	n.Merchant = d.Str()
 	n.OrderID = d.Str()
@@ -99,7 +100,7 @@ func decodeNotification(v []byte) (*Notification, error) {
 		n.Body = d.Bytes()
 	}
 	n.CreatedAt = d.Varint()
-	n.State = NotifyState(d.Str())
+	n.State = outbox.State(d.Str())
 	n.FirstAttemptAt = d.Varint()
 	n.NextDueAt = d.Varint()
 	if c := d.Count(attemptBytesMin); c > 0 {
@@ -123,14 +124,14 @@ func decodeNotification(v []byte) (*Notification, error) {
 
 // readNotification reads a notification's record by id through r, or nil.
 // Its Body is set only for a record of an older format, which holds it.
-func readNotification(r reader, id string) (*Notification, error) {
+func readNotification(r reader, id string) (*outbox.Notification, error) {
 	return readDecoded(r, notifyKey(id), decodeNotification)
 }
 
 // readNotificationBody sets n.Body from b/ when its record did not hold it.
 // A missing body is an error: sending anything else than the body recorded
 // with the status change would be a wrong notification, not a late one.
-func readNotificationBody(r reader, n *Notification) error {
+func readNotificationBody(r reader, n *outbox.Notification) error {
 	if n == nil || n.Body != nil {
 		return nil
 	}
@@ -148,7 +149,7 @@ func readNotificationBody(r reader, n *Notification) error {
 // putNotification writes n's record in this batch, and its body when n
 // carries one: a new notification, or an older record whose body moves to
 // b/ as it is rewritten. An update read without its body leaves b/ as it is.
-func (b *Batch) putNotification(n *Notification) {
+func (b *Batch) putNotification(n *outbox.Notification) {
 	b.encBuf = appendNotification(b.encBuf[:0], n)
 	b.set(notifyKey(n.ID), bytes.Clone(b.encBuf))
 	if n.Body != nil {

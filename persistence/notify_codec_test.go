@@ -10,13 +10,14 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
-func sampleNotification(attempts int) *Notification {
-	n := &Notification{
+func sampleNotification(attempts int) *outbox.Notification {
+	n := &outbox.Notification{
 		ID: "ntf_0123456789abcdef01234567", Merchant: "m1", OrderID: "o-1", OrderStatus: order.StatusAuthorized,
 		URL: "https://merchant.example/hooks?x=1", Body: []byte(`{"order_id":"o-1","status":"authorized"}`),
-		CreatedAt: 1_795_000_000_000_000_000, State: NotifyPending, FirstAttemptAt: 1_795_000_000_100_000_000,
+		CreatedAt: 1_795_000_000_000_000_000, State: outbox.Pending, FirstAttemptAt: 1_795_000_000_100_000_000,
 		NextDueAt: -5, FinishedAt: -7, // any int64 round-trips
 	}
 	for i := range attempts {
@@ -40,7 +41,7 @@ func TestNotificationCodec(t *testing.T) {
 			t.Fatalf("sampleNotification leaves AttemptRecord.%s unset", attempt.Type().Field(i).Name)
 		}
 	}
-	for _, n := range []*Notification{{}, sampleNotification(0), sampleNotification(1), sampleNotification(attemptsMax)} {
+	for _, n := range []*outbox.Notification{{}, sampleNotification(0), sampleNotification(1), sampleNotification(outbox.AttemptsMax)} {
 		// Format 3, as records are written now: the body is stored apart.
 		record := *n
 		record.Body = nil
@@ -89,7 +90,7 @@ func TestNotificationCodec(t *testing.T) {
 
 // checkNotificationRoundTrip decodes b, wants want, and checks that the
 // encoding is canonical and that the result does not alias b.
-func checkNotificationRoundTrip(t *testing.T, b []byte, want *Notification) {
+func checkNotificationRoundTrip(t *testing.T, b []byte, want *outbox.Notification) {
 	t.Helper()
 	got, err := decodeNotification(b)
 	if err != nil || !reflect.DeepEqual(got, want) {
@@ -146,7 +147,7 @@ func TestNotificationLifecycle(t *testing.T) {
 	failed := command.AttemptRecord{At: 10, HTTPCode: 503, Error: "http status 503", DurationNs: 7}
 	b = ts.NewBatch()
 	r := b.Apply(&command.Cmd{Notify: &command.NotifyUpdate{ID: n.ID, Time: 10, Attempt: &failed, NextDueAt: 5000}})
-	if r.Err != nil || r.Notification.State != NotifyPending || r.Notification.NextDueAt != 5000 || len(r.Notification.Attempts) != 1 {
+	if r.Err != nil || r.Notification.State != outbox.Pending || r.Notification.NextDueAt != 5000 || len(r.Notification.Attempts) != 1 {
 		t.Fatalf("failed attempt: %+v", r)
 	}
 	if _, rewritten := b.written[string(notifyBodyKey(n.ID))]; rewritten {
@@ -175,13 +176,13 @@ func TestNotificationLifecycle(t *testing.T) {
 	// update.
 	legacyFormats := []struct {
 		name   string
-		encode func(*Notification) ([]byte, error)
+		encode func(*outbox.Notification) ([]byte, error)
 	}{
-		{"JSON", func(n *Notification) ([]byte, error) { return json.Marshal(n, json.Deterministic(true)) }},
-		{"format 1", func(n *Notification) ([]byte, error) {
+		{"JSON", func(n *outbox.Notification) ([]byte, error) { return json.Marshal(n, json.Deterministic(true)) }},
+		{"format 1", func(n *outbox.Notification) ([]byte, error) {
 			return appendNotificationFormat(nil, n, notificationFormatV1), nil
 		}},
-		{"format 2", func(n *Notification) ([]byte, error) {
+		{"format 2", func(n *outbox.Notification) ([]byte, error) {
 			return appendNotificationFormat(nil, n, notificationFormatV2), nil
 		}},
 	}
@@ -203,7 +204,7 @@ func TestNotificationLifecycle(t *testing.T) {
 		}
 		redeliver := &command.NotifyUpdate{ID: n.ID, Time: 4000 + int64(i), Redeliver: true}
 		r = ts.apply(4+uint64(i), &command.Cmd{Notify: redeliver})[0]
-		if r.Err != nil || r.Notification.State != NotifyPending {
+		if r.Err != nil || r.Notification.State != outbox.Pending {
 			t.Fatalf("%s record, redelivery: %+v", format.name, r)
 		}
 		if rec := storedValue(t, ts, notifyKey(n.ID)); rec[0] != notificationFormatV3 {
@@ -218,7 +219,7 @@ func TestNotificationLifecycle(t *testing.T) {
 
 	ok := command.AttemptRecord{At: 5000, HTTPCode: 200, DurationNs: 9}
 	r = ts.apply(6, &command.Cmd{Notify: &command.NotifyUpdate{ID: n.ID, Time: 5000, Attempt: &ok, Delivered: true}})[0]
-	if r.Err != nil || r.Notification.State != NotifyDelivered || len(r.Notification.Attempts) != 2 {
+	if r.Err != nil || r.Notification.State != outbox.Delivered || len(r.Notification.Attempts) != 2 {
 		t.Fatalf("delivery: %+v", r)
 	}
 	want = *r.Notification
@@ -226,7 +227,7 @@ func TestNotificationLifecycle(t *testing.T) {
 	if got, err := ts.Notification(n.ID); err != nil || !reflect.DeepEqual(got, &want) {
 		t.Fatalf("after delivery: %v\n got %+v\nwant %+v", err, got, &want)
 	}
-	if list, err := ts.Notifications("m_bench", "o-1", 10); err != nil || len(list) != 1 || list[0].State != NotifyDelivered || !bytes.Equal(list[0].Body, n.Body) {
+	if list, err := ts.Notifications("m_bench", "o-1", 10); err != nil || len(list) != 1 || list[0].State != outbox.Delivered || !bytes.Equal(list[0].Body, n.Body) {
 		t.Fatalf("listing: %v %+v", err, list)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // Retention: two kinds of record are useful for a while only, and each is
@@ -40,7 +41,7 @@ func (b *Batch) applyNotifyPrune(p *command.NotifyPrune) Result {
 		if err != nil {
 			panic(fmt.Sprintf("persistence: read notification: %v", err))
 		}
-		if n != nil && n.State == NotifyFailed && n.FinishedAt == e.FinishedAt {
+		if n != nil && n.State == outbox.Failed && n.FinishedAt == e.FinishedAt {
 			b.del(timedKey(prefixFinished, e.FinishedAt, []byte(e.ID)))
 			continue
 		}

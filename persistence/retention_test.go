@@ -7,11 +7,12 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // notifyingCharge applies a charge with a callback URL at index idx and
 // returns the notification its approval wrote.
-func notifyingCharge(t *testing.T, ts *testStore, idx uint64, orderID string) *Notification {
+func notifyingCharge(t *testing.T, ts *testStore, idx uint64, orderID string) *outbox.Notification {
 	t.Helper()
 	create, outcome := chargeCmds(orderID, 1e9)
 	create.Order.Create.CallbackURL = "https://merchant.example/hook"
@@ -78,7 +79,7 @@ func TestNotificationRetention(t *testing.T) {
 			t.Fatalf("finished before %d: %v, want %v", c.before, got, c.want)
 		}
 	}
-	if n, _ := ts.Notification(failed.ID); n.State != NotifyFailed || n.FinishedAt != 200 {
+	if n, _ := ts.Notification(failed.ID); n.State != outbox.Failed || n.FinishedAt != 200 {
 		t.Fatalf("failed notification: %+v", n)
 	}
 	if got := listFinished(1 << 62); len(got) != 1 || got[0].FinishedAt != 100 {
@@ -100,7 +101,7 @@ func TestNotificationRetention(t *testing.T) {
 	if r := ts.apply(6, &command.Cmd{NotifyPrune: &command.NotifyPrune{Before: 1 << 62, Entries: []command.NotifyExpiry{{ID: failed.ID, FinishedAt: 200}}}})[0]; r.Pruned != 0 {
 		t.Fatalf("prune of a failed notification: %+v", r)
 	}
-	if n, _ := ts.Notification(failed.ID); n == nil || n.State != NotifyFailed {
+	if n, _ := ts.Notification(failed.ID); n == nil || n.State != outbox.Failed {
 		t.Fatalf("failed notification after a prune named it: %+v", n)
 	}
 	if got := finished(1 << 62); !reflect.DeepEqual(got, []string{delivered.ID}) {
@@ -126,7 +127,7 @@ func TestNotificationRetention(t *testing.T) {
 		}
 	}
 	for _, id := range []string{failed.ID, pending.ID} {
-		if n, err := ts.Notification(id); err != nil || n == nil || n.State != NotifyPending {
+		if n, err := ts.Notification(id); err != nil || n == nil || n.State != outbox.Pending {
 			t.Fatalf("%s after the prune: %+v %v", id, n, err)
 		}
 	}

@@ -44,9 +44,10 @@ func EncodeMerchant(m *command.Merchant) ([]byte, error) { return json.Marshal(m
 
 func (b *Batch) applyVaultRewrap(c *command.VaultRewrap) Result {
 	n := 0
+	var resealed []*command.Merchant
 	for _, e := range c.Entries {
 		if !bytes.HasPrefix(e.Key, []byte(prefixCard)) && !bytes.HasPrefix(e.Key, []byte(prefixMerchant)) &&
-			string(e.Key) != keyClusterCA {
+			string(e.Key) != keyClusterCA && string(e.Key) != keyRequestHashKey {
 			continue // only sealed records are rewritten this way
 		}
 		cur, err := get(b, e.Key)
@@ -58,8 +59,14 @@ func (b *Batch) applyVaultRewrap(c *command.VaultRewrap) Result {
 		}
 		b.set(e.Key, e.Value)
 		n++
+		if bytes.HasPrefix(e.Key, []byte(prefixMerchant)) {
+			var m command.Merchant
+			if err := json.Unmarshal(e.Value, &m); err == nil {
+				resealed = append(resealed, &m)
+			}
+		}
 	}
-	return Result{Rewrapped: n}
+	return Result{Rewrapped: n, Resealed: resealed}
 }
 
 // CardsToRewrap walks the orders from the key after (nil: the first) and
@@ -125,7 +132,8 @@ func (s *Store) MerchantValues() ([]command.Merchant, [][]byte, error) {
 }
 
 // CountSealed counts the sealed values (card blobs, merchants' sealed
-// secrets, the cluster CA's key) for which match(blob) holds.
+// secrets, the cluster CA's key, the request-hash key) for which
+// match(blob) holds.
 func (s *Store) CountSealed(match func(blob []byte) bool) (int, error) {
 	n := 0
 	err := s.scan([]byte(prefixCard), prefixEnd(prefixCard), func(_, v []byte) bool {
@@ -142,6 +150,13 @@ func (s *Store) CountSealed(match func(blob []byte) bool) (int, error) {
 		return 0, err
 	}
 	if ca != nil && len(ca.SealedKey) > 0 && match(ca.SealedKey) {
+		n++
+	}
+	hk, err := s.RequestHashKey()
+	if err != nil {
+		return 0, err
+	}
+	if hk != nil && match(hk.SealedKey) {
 		n++
 	}
 	recs, _, err := s.MerchantValues()

@@ -45,3 +45,22 @@ func TestVaultRewrap(t *testing.T) {
 		t.Fatalf("a bounded walk: %v %v %v", first, next, err)
 	}
 }
+
+// A re-sealed merchant record comes back in the result, so the node's
+// merchant directory reads it again (a replica replaying the log after the
+// previous key was dropped could not open the record as first written).
+func TestVaultRewrapReportsMerchants(t *testing.T) {
+	s := newTestStore(t)
+	m := &command.Merchant{ID: "m1", APIPublicKey: "pk", APISecretSealed: []byte("old")}
+	s.apply(1, &command.Cmd{Merchant: m})
+	recs, raws, err := s.MerchantValues()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("merchants: %v %v", recs, err)
+	}
+	recs[0].APISecretSealed = []byte("new")
+	val, _ := EncodeMerchant(&recs[0])
+	r := s.apply(2, &command.Cmd{VaultRewrap: &command.VaultRewrap{Entries: []command.RewrapEntry{NewRewrapEntry(MerchantKey("m1"), raws[0], val)}}})[0]
+	if r.Rewrapped != 1 || len(r.Resealed) != 1 || r.Resealed[0].ID != "m1" || string(r.Resealed[0].APISecretSealed) != "new" {
+		t.Fatalf("result: %+v", r)
+	}
+}

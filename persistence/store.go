@@ -4,8 +4,9 @@
 //
 // It sits on the domain (order) and below everything else: it imports no
 // actor, no HTTP and no edge (internal/depcheck). The webhook outbox is
-// stored and its results applied here (notify.go); delivering it is
-// transport/webhook's, which reads and proposes to this package.
+// stored here (notify.go: its keys and indexes, applying the pure rule of
+// transport/webhook/outbox); delivering it is transport/webhook's, which
+// reads and proposes to this package.
 package persistence
 
 import (

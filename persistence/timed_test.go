@@ -13,12 +13,13 @@ import (
 
 	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // queueNotification commits order id's charge with a callback URL, at
 // Raft indexes idx and idx+1, and returns the notification its
 // authorisation queued, due at the outcome's time.
-func queueNotification(t *testing.T, ts *testStore, idx uint64, id string, at int64) *Notification {
+func queueNotification(t *testing.T, ts *testStore, idx uint64, id string, at int64) *outbox.Notification {
 	t.Helper()
 	create, outcome := chargeCmds(id, at)
 	create.Order.Create.CallbackURL = "https://merchant.example/hook"
@@ -40,7 +41,7 @@ func queueNotification(t *testing.T, ts *testStore, idx uint64, id string, at in
 func dueIDs(t *testing.T, ts *testStore, now int64) []string {
 	t.Helper()
 	due, err := ts.DueNotifications(now, 100, nil)
-	return orderIDsOf(t, due, err, func(n *Notification) string { return n.OrderID })
+	return orderIDsOf(t, due, err, func(n *outbox.Notification) string { return n.OrderID })
 }
 
 // A scan starts where the last one found the queue's first entry, and

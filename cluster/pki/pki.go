@@ -362,6 +362,39 @@ func WriteNode(dir string, cert *x509.Certificate, key crypto.Signer, replace bo
 	return WriteFile(dir, NodeCertFile, CertPEM(cert), 0o644, replace)
 }
 
+// CreateCAFiles makes a new CA named name and writes dir/ca.crt and
+// dir/ca.key (mode 600), refusing to replace them: gatewayctl certs create-ca.
+func CreateCAFiles(dir, name string) (*CA, error) {
+	ca, err := NewCA(name)
+	if err != nil {
+		return nil, err
+	}
+	return ca, WriteCA(dir, ca, false)
+}
+
+// CreateNodeFiles signs, with the CA in dir (ca.crt and ca.key), a new key
+// and certificate for nodeID naming hosts, and writes them as
+// dir/<nodeID>.crt and dir/<nodeID>.key (mode 600), replacing older ones:
+// gatewayctl certs create-node.
+func CreateNodeFiles(dir, nodeID string, hosts []string) (*x509.Certificate, error) {
+	ca, err := LoadCA(filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile))
+	if err != nil {
+		return nil, err
+	}
+	cert, key, err := ca.NewNode(nodeID, hosts)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := KeyPEM(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteFile(dir, nodeID+".key", keyPEM, 0o600, true); err != nil {
+		return nil, err
+	}
+	return cert, WriteFile(dir, nodeID+".crt", CertPEM(cert), 0o644, true)
+}
+
 // NeedsRenewal reports whether a certificate has less than RenewBefore (or
 // a third of its lifetime, when shorter) left at now.
 func NeedsRenewal(c *x509.Certificate, now time.Time) bool {

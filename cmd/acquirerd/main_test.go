@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/csv"
 	"encoding/json"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paygate/gateway/cluster/pki"
+	"github.com/paygate/gateway/internal/syncbuf"
 	"github.com/paygate/gateway/transport/acquirer"
 	"github.com/paygate/gateway/transport/acquirer/link"
 )
@@ -42,13 +45,14 @@ type process struct {
 	listen string
 	admin  string
 	exited chan struct{}
+	logs   *syncbuf.Buffer // stderr after the start line
 }
 
 // start runs acquirerd on loopback ports of its choosing and reads them
-// from its start line.
-func start(t *testing.T, dataDir string) *process {
+// from its start line; extra are more flags.
+func start(t *testing.T, dataDir string, extra ...string) *process {
 	t.Helper()
-	cmd := exec.Command(binary, "--listen", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--data-dir", dataDir)
+	cmd := exec.Command(binary, append([]string{"--listen", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--data-dir", dataDir}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +60,7 @@ func start(t *testing.T, dataDir string) *process {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
+	p := &process{cmd: cmd, exited: make(chan struct{}), logs: &syncbuf.Buffer{}}
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
 		var l struct{ Msg, Listen, Admin_addr string }
@@ -70,7 +74,7 @@ func start(t *testing.T, dataDir string) *process {
 		cmd.Process.Kill()
 		t.Fatal("acquirerd did not say where it listens")
 	}
-	go func() { io.Copy(io.Discard, stderr); cmd.Wait(); close(p.exited) }()
+	go func() { io.Copy(p.logs, stderr); cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.exited })
 	return p
 }
@@ -161,6 +165,78 @@ func TestAdminToken(t *testing.T) {
 		h.ServeHTTP(rec, r)
 		if rec.Code != want {
 			t.Errorf("Authorization %q: %d, want %d", header, rec.Code, want)
+		}
+	}
+}
+
+// acquirerd with --tls-cert-file, --tls-key-file and --client-ca-file: a
+// node's link with the CA and a client certificate is served; a plaintext
+// link, and a TLS one without a client certificate, get no answer and the
+// refusal is logged. Half the TLS flags are refused at start.
+func TestAcquirerdTLS(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := pki.CreateCAFiles(dir, "acquirer link CA"); err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, pki.CACertFile)
+	files := map[string][2]string{}
+	for _, name := range []string{"acquirer", "node1"} {
+		if _, err := pki.CreateNodeFiles(dir, name, []string{"127.0.0.1"}); err != nil {
+			t.Fatal(err)
+		}
+		files[name] = [2]string{filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")}
+	}
+	for _, args := range [][]string{
+		{"--tls-cert-file", files["acquirer"][0]},
+		{"--client-ca-file", caFile},
+	} {
+		if code := run(append([]string{"--listen", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...)); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+
+	p := start(t, t.TempDir(), "--tls-cert-file", files["acquirer"][0], "--tls-key-file", files["acquirer"][1], "--client-ca-file", caFile)
+	sale := func(ref string) acquirer.AuthRequest {
+		return acquirer.AuthRequest{Reference: ref, PAN: acquirer.CardVisaApproved, ExpMonth: "12", ExpYear: "2031",
+			CVV: "123", Amount: 700, Currency: "EUR", MerchantID: "m1", MID: "SHOP01", Sale: true}
+	}
+	refused := func(name string, cfg *tls.Config) {
+		t.Helper()
+		c := link.Dial(link.Config{Addr: p.listen, TLS: cfg, Timeout: 500 * time.Millisecond})
+		defer c.Close()
+		if r, err := link.NewAcquirer(c).Authorize(context.Background(), sale("txn-"+name)); err == nil {
+			t.Fatalf("%s: answered %+v", name, r)
+		}
+	}
+	refused("plaintext", nil)
+	waitLog(t, p, "TLS handshake refused")
+	noCert, err := link.ClientTLS(caFile, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("no-client-cert", noCert)
+
+	cfg, err := link.ClientTLS(caFile, files["node1"][0], files["node1"][1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := link.Dial(link.Config{Addr: p.listen, TLS: cfg, Timeout: 5 * time.Second})
+	defer c.Close()
+	if r, err := link.NewAcquirer(c).Authorize(context.Background(), sale("txn-tls")); err != nil || !r.Approved {
+		t.Fatalf("sale over mutual TLS: %+v %v", r, err)
+	}
+	// Only the sale over TLS moved money.
+	if rows := report(t, p.admin); len(rows) != 2 || rows[1][2] != acquirer.RRN("txn-tls") {
+		t.Fatalf("report %v", rows)
+	}
+}
+
+// waitLog waits until p has logged want.
+func waitLog(t *testing.T, p *process, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.logs.String(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("acquirerd did not log %q:\n%s", want, p.logs.String())
 		}
 	}
 }

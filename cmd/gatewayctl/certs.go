@@ -61,11 +61,8 @@ func certsCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if sub == "create-ca" {
-		ca, err := pki.NewCA("paygate cluster CA")
+		ca, err := pki.CreateCAFiles(*dir, "paygate cluster CA")
 		if err != nil {
-			return fail(err)
-		}
-		if err := pki.WriteCA(*dir, ca, false); err != nil {
 			return fail(err)
 		}
 		fmt.Fprintf(stdout, "wrote %s and %s (keep ca.key off the nodes)\nCA fingerprint sha256:%s\n",
@@ -76,23 +73,9 @@ func certsCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gatewayctl certs create-node: --node-id and --addr are required")
 		return 2
 	}
-	ca, err := pki.LoadCA(filepath.Join(*dir, pki.CACertFile), filepath.Join(*dir, pki.CAKeyFile))
-	if err != nil {
-		return fail(err)
-	}
-	cert, key, err := ca.NewNode(*nodeID, pki.HostsOf(strings.Split(*addrs, ",")...))
-	if err != nil {
-		return fail(err)
-	}
-	keyPEM, err := pki.KeyPEM(key)
-	if err != nil {
-		return fail(err)
-	}
 	// Replacing a node's files is how its certificate is renewed.
-	if err := pki.WriteFile(*dir, *nodeID+".key", keyPEM, 0o600, true); err != nil {
-		return fail(err)
-	}
-	if err := pki.WriteFile(*dir, *nodeID+".crt", pki.CertPEM(cert), 0o644, true); err != nil {
+	cert, err := pki.CreateNodeFiles(*dir, *nodeID, pki.HostsOf(strings.Split(*addrs, ",")...))
+	if err != nil {
 		return fail(err)
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s, valid until %s\n", filepath.Join(*dir, *nodeID+".crt"), filepath.Join(*dir, *nodeID+".key"),

@@ -217,6 +217,8 @@ var Forbidden = []Ban{
 		Not: []string{"actors/...", "transport/server", "transport/api", "transport/apierr", "transport/webhook"}},
 	{Pkg: "persistence/...", Why: "storage speaks no HTTP",
 		Not: []string{"net/http", "github.com/valyala/fasthttp"}},
+	{Pkg: "transport/webhook/outbox", Transitive: true, Why: "the outbox's rules are pure: storage keeps them, the dispatcher sends",
+		Not: []string{"persistence", "transport/webhook", "net/http", "github.com/valyala/fasthttp"}},
 	{Pkg: "cluster/...", Transitive: true, Why: "the Raft plumbing applies commands; it answers no merchant",
 		Not: []string{"transport/server", "transport/api", "transport/apierr", "actors/..."}},
 	{Pkg: "transport/acquirer/...", Transitive: true, Why: "card rules come from the domain, not the API's validator",

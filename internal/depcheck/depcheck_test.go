@@ -144,6 +144,8 @@ func TestCheckerCatchesForbiddenImports(t *testing.T) {
 		{"persistence", "actors"},
 		{"persistence", "transport/server"},
 		{"cluster", "transport/api"},
+		{"transport/webhook/outbox", "persistence"},
+		{"transport/webhook/outbox", "transport/webhook"},
 		{"transport/acquirer", "transport/api"},
 		{"bench", "transport/webhook"},
 		{"bench", "order"},

@@ -2,6 +2,7 @@ package nodetest
 
 import (
 	"encoding/csv"
+	"github.com/paygate/gateway/internal/syncbuf"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -19,16 +20,18 @@ type Acquirerd struct {
 	Listen    string // ISO 8583
 	AdminAddr string // HTTP
 	DataDir   string
+	Args      []string // more flags (--tls-cert-file …)
 	cmd       *exec.Cmd
-	logs      *syncBuffer
+	logs      *syncbuf.Buffer
 	exited    chan struct{}
 }
 
 // StartAcquirerd starts acquirerd on free loopback ports with its ledger
-// in a new temporary directory, and waits until it answers.
-func StartAcquirerd(t testing.TB) *Acquirerd {
+// in a new temporary directory and args as more flags, and waits until it
+// answers.
+func StartAcquirerd(t testing.TB, args ...string) *Acquirerd {
 	t.Helper()
-	a := &Acquirerd{t: t, Listen: FreeAddr(t), AdminAddr: FreeAddr(t), DataDir: t.TempDir()}
+	a := &Acquirerd{t: t, Listen: FreeAddr(t), AdminAddr: FreeAddr(t), DataDir: t.TempDir(), Args: args}
 	a.start()
 	t.Cleanup(a.Kill)
 	return a
@@ -36,8 +39,8 @@ func StartAcquirerd(t testing.TB) *Acquirerd {
 
 func (a *Acquirerd) start() {
 	a.t.Helper()
-	a.logs = &syncBuffer{}
-	a.cmd = exec.Command(AcquirerdBinary(a.t), "--listen", a.Listen, "--admin-addr", a.AdminAddr, "--data-dir", a.DataDir)
+	a.logs = &syncbuf.Buffer{}
+	a.cmd = exec.Command(AcquirerdBinary(a.t), append([]string{"--listen", a.Listen, "--admin-addr", a.AdminAddr, "--data-dir", a.DataDir}, a.Args...)...)
 	a.cmd.Stderr = a.logs
 	if err := a.cmd.Start(); err != nil {
 		a.t.Fatal(err)
@@ -55,6 +58,9 @@ func (a *Acquirerd) start() {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Logs is what the process wrote to stderr.
+func (a *Acquirerd) Logs() string { return a.logs.String() }
 
 // Kill stops the process with SIGKILL.
 func (a *Acquirerd) Kill() {

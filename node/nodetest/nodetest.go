@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/paygate/gateway/bench/launch"
+	"github.com/paygate/gateway/internal/syncbuf"
 	"github.com/paygate/gateway/transport/signature"
 )
 
@@ -97,8 +98,8 @@ type Node struct {
 	Args     []string // extra flags
 	Env      []string // extra environment (GATEWAY_JOIN_TOKEN)
 	cmd      *exec.Cmd
-	logs     *syncBuffer
-	stdout   *syncBuffer
+	logs     *syncbuf.Buffer
+	stdout   *syncbuf.Buffer
 	exited   chan struct{}
 	exitErr  error
 	paused   atomic.Bool // SIGSTOPped: running, but answering nothing
@@ -205,7 +206,7 @@ func (n *Node) start() {
 	if len(n.Env) > 0 {
 		n.cmd.Env = append(os.Environ(), n.Env...)
 	}
-	n.logs, n.stdout = &syncBuffer{}, &syncBuffer{}
+	n.logs, n.stdout = &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	n.cmd.Stderr, n.cmd.Stdout = n.logs, n.stdout
 	n.exited = make(chan struct{})
 	if err := n.cmd.Start(); err != nil {
@@ -455,23 +456,6 @@ func (m *Merchant) WaitStatus(t testing.TB, orderID, want string, timeout time.D
 	}
 	t.Fatalf("order %s: status %q after %s, want %q: %s", orderID, last.Str("status"), timeout, want, last.Body)
 	return nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Metrics returns the node's /metrics page.

@@ -14,7 +14,9 @@ import (
 //
 // Format: a leading version byte, then every field in declaration order,
 // each written as package wire says (Kind, Status and other string types
-// as strings).
+// as strings). A run of string fields is one wire.AppendStrings on the
+// append side and one Decoder.Strs on the decode side, naming the same
+// fields in the same order.
 //
 // An empty slice and a nil one encode alike (as nil), so two replicas that
 // hold the same order as [] and nil still write the same bytes. Apply never
@@ -61,42 +63,38 @@ func formatVersion(b []byte, versions ...byte) byte {
 	return versions[0]
 }
 
+// versionByte is the version a record is written in: the newer one only
+// when the record holds something only it encodes, so that a record without
+// it stays, byte for byte, what the older version wrote.
+func versionByte(needsNewer bool, newer, older byte) byte {
+	if needsNewer {
+		return newer
+	}
+	return older
+}
+
 // ErrCodec is wrapped by every decoding error.
 var ErrCodec = wire.ErrCodec
 
 // AppendOrder appends the binary encoding of o to dst.
 func AppendOrder(dst []byte, o *order.Order) []byte {
 	v3 := orderNeedsV3(o)
-	if v3 {
-		dst = append(dst, orderFormatV3)
-	} else {
-		dst = append(dst, orderFormatV2)
-	}
-	dst = wire.AppendString(dst, o.Merchant)
-	dst = wire.AppendString(dst, o.ID)
+	dst = append(dst, versionByte(v3, orderFormatV3, orderFormatV2))
+	dst = wire.AppendStrings(dst, o.Merchant, o.ID)
 	dst = binary.AppendVarint(dst, o.Amount)
 	dst = wire.AppendString(dst, o.Currency)
 	dst = wire.AppendString(dst, string(o.Status))
 	dst = binary.AppendVarint(dst, o.SettledAmount)
 	dst = binary.AppendVarint(dst, o.RefundedAmount)
-	dst = wire.AppendString(dst, o.Description)
-	dst = wire.AppendString(dst, o.Descriptor)
+	dst = wire.AppendStrings(dst, o.Description, o.Descriptor)
 	dst = wire.AppendBool(dst, o.Decline != nil)
 	if o.Decline != nil {
-		dst = wire.AppendString(dst, o.Decline.Code)
-		dst = wire.AppendString(dst, o.Decline.Message)
+		dst = wire.AppendStrings(dst, o.Decline.Code, o.Decline.Message)
 	}
-	dst = wire.AppendString(dst, o.RiskDecision)
-	dst = wire.AppendString(dst, o.AVSCheck)
-	dst = wire.AppendString(dst, o.CVVCheck)
+	dst = wire.AppendStrings(dst, o.RiskDecision, o.AVSCheck, o.CVVCheck)
 	dst = appendThreeDSPtr(dst, o.ThreeDS)
-	dst = wire.AppendString(dst, o.Website)
-	dst = wire.AppendString(dst, o.ProcessingMID)
-	dst = wire.AppendString(dst, o.SubscriptionID)
-	dst = wire.AppendString(dst, o.RedirectURL)
-	dst = wire.AppendString(dst, o.CallbackURL)
-	dst = wire.AppendString(dst, o.SuccessURL)
-	dst = wire.AppendString(dst, o.FailURL)
+	dst = wire.AppendStrings(dst, o.Website, o.ProcessingMID, o.SubscriptionID, o.RedirectURL, o.CallbackURL,
+		o.SuccessURL, o.FailURL)
 	dst = binary.AppendVarint(dst, o.SettleDelayHours)
 	dst = binary.AppendVarint(dst, o.AutoSettleAt)
 	dst = appendSource(dst, &o.Source)
@@ -116,9 +114,7 @@ func AppendOrder(dst []byte, o *order.Order) []byte {
 		dst = binary.AppendVarint(dst, p.ChallengeExpiresAt)
 		dst = wire.AppendString(dst, p.WalletCryptogram)
 	}
-	dst = wire.AppendString(dst, o.WalletAuthMethod)
-	dst = wire.AppendString(dst, o.WalletECI)
-	dst = wire.AppendString(dst, o.FormTokenHash)
+	dst = wire.AppendStrings(dst, o.WalletAuthMethod, o.WalletECI, o.FormTokenHash)
 	dst = binary.AppendVarint(dst, o.FormExpiresAt)
 	dst = wire.AppendString(dst, o.Language)
 	dst = wire.AppendBool(dst, o.ThreeDSForce)
@@ -134,8 +130,7 @@ func AppendOrder(dst []byte, o *order.Order) []byte {
 		dst = wire.AppendString(dst, m.TxnID)
 		dst = wire.AppendString(dst, string(m.Kind))
 		dst = binary.AppendVarint(dst, m.Amount)
-		dst = wire.AppendString(dst, m.STAN)
-		dst = wire.AppendString(dst, m.RRN)
+		dst = wire.AppendStrings(dst, m.STAN, m.RRN)
 		dst = binary.AppendVarint(dst, m.At)
 		dst = wire.AppendString(dst, m.IdempotencyKey)
 	}
@@ -143,8 +138,7 @@ func AppendOrder(dst []byte, o *order.Order) []byte {
 		d := o.Txns[i].Decline
 		dst = wire.AppendBool(dst, d != nil)
 		if d != nil {
-			dst = wire.AppendString(dst, d.Code)
-			dst = wire.AppendString(dst, d.Message)
+			dst = wire.AppendStrings(dst, d.Code, d.Message)
 		}
 	}
 	return dst
@@ -171,29 +165,20 @@ func DecodeOrder(b []byte) (*order.Order, error) {
 	version := formatVersion(b, orderFormatV3, orderFormatV2, orderFormatV1)
 	d := newDecoder(b, version, "order")
 	o := &order.Order{}
-	o.Merchant = d.Str()
-	o.ID = d.Str()
+	d.Strs(&o.Merchant, &o.ID)
 	o.Amount = d.Varint()
 	o.Currency = d.Str()
 	o.Status = order.Status(d.Str())
 	o.SettledAmount = d.Varint()
 	o.RefundedAmount = d.Varint()
-	o.Description = d.Str()
-	o.Descriptor = d.Str()
+	d.Strs(&o.Description, &o.Descriptor)
 	if d.Present() {
 		o.Decline = &order.Decline{Code: d.Str(), Message: d.Str()}
 	}
-	o.RiskDecision = d.Str()
-	o.AVSCheck = d.Str()
-	o.CVVCheck = d.Str()
+	d.Strs(&o.RiskDecision, &o.AVSCheck, &o.CVVCheck)
 	o.ThreeDS = d.threeDSPtr()
-	o.Website = d.Str()
-	o.ProcessingMID = d.Str()
-	o.SubscriptionID = d.Str()
-	o.RedirectURL = d.Str()
-	o.CallbackURL = d.Str()
-	o.SuccessURL = d.Str()
-	o.FailURL = d.Str()
+	d.Strs(&o.Website, &o.ProcessingMID, &o.SubscriptionID, &o.RedirectURL, &o.CallbackURL, &o.SuccessURL,
+		&o.FailURL)
 	o.SettleDelayHours = d.Varint()
 	o.AutoSettleAt = d.Varint()
 	d.source(&o.Source)
@@ -216,9 +201,7 @@ func DecodeOrder(b []byte) (*order.Order, error) {
 		p.WalletCryptogram = d.Str()
 		o.Pending = p
 	}
-	o.WalletAuthMethod = d.Str()
-	o.WalletECI = d.Str()
-	o.FormTokenHash = d.Str()
+	d.Strs(&o.WalletAuthMethod, &o.WalletECI, &o.FormTokenHash)
 	o.FormExpiresAt = d.Varint()
 	o.Language = d.Str()
 	o.ThreeDSForce = d.Bool()
@@ -252,56 +235,33 @@ func DecodeOrder(b []byte) (*order.Order, error) {
 // AppendCommand appends the binary encoding of c to dst.
 func AppendCommand(dst []byte, c *order.Command) []byte {
 	v3 := c.Move != nil || c.Outcome != nil && c.Outcome.Trace != ""
-	if v3 {
-		dst = append(dst, commandFormatV3)
-	} else {
-		dst = append(dst, commandFormatV2)
-	}
+	dst = append(dst, versionByte(v3, commandFormatV3, commandFormatV2))
 	dst = wire.AppendString(dst, string(c.Kind))
 	dst = binary.AppendVarint(dst, c.Time)
-	dst = wire.AppendString(dst, c.Merchant)
-	dst = wire.AppendString(dst, c.OrderID)
-	dst = wire.AppendString(dst, c.TxnID)
+	dst = wire.AppendStrings(dst, c.Merchant, c.OrderID, c.TxnID)
 	dst = binary.AppendVarint(dst, c.Amount)
-	dst = wire.AppendString(dst, c.ARN)
-	dst = wire.AppendString(dst, c.RefundReasonCode)
+	dst = wire.AppendStrings(dst, c.ARN, c.RefundReasonCode)
 	dst = wire.AppendBool(dst, c.Auto)
-	dst = wire.AppendString(dst, c.IdempotencyKey)
-	dst = wire.AppendString(dst, c.RequestHash)
+	dst = wire.AppendStrings(dst, c.IdempotencyKey, c.RequestHash)
 
 	dst = wire.AppendBool(dst, c.Create != nil)
 	if cd := c.Create; cd != nil {
 		dst = binary.AppendVarint(dst, cd.Amount)
-		dst = wire.AppendString(dst, cd.Currency)
-		dst = wire.AppendString(dst, cd.Description)
-		dst = wire.AppendString(dst, cd.Descriptor)
-		dst = wire.AppendString(dst, cd.Website)
-		dst = wire.AppendString(dst, cd.ProcessingMID)
-		dst = wire.AppendString(dst, cd.SubscriptionID)
-		dst = wire.AppendString(dst, cd.CallbackURL)
-		dst = wire.AppendString(dst, cd.SuccessURL)
-		dst = wire.AppendString(dst, cd.FailURL)
+		dst = wire.AppendStrings(dst, cd.Currency, cd.Description, cd.Descriptor, cd.Website, cd.ProcessingMID,
+			cd.SubscriptionID, cd.CallbackURL, cd.SuccessURL, cd.FailURL)
 		dst = binary.AppendVarint(dst, cd.SettleDelayHours)
 		dst = appendSource(dst, &cd.Source)
 		dst = wire.AppendBytes(dst, cd.SealedCard)
 		dst = appendThreeDSPtr(dst, cd.ThreeDS)
-		dst = wire.AppendString(dst, cd.ReplayKey)
-		dst = wire.AppendString(dst, cd.WalletAuthMethod)
-		dst = wire.AppendString(dst, cd.WalletECI)
-		dst = wire.AppendString(dst, cd.WalletCryptogram)
+		dst = wire.AppendStrings(dst, cd.ReplayKey, cd.WalletAuthMethod, cd.WalletECI, cd.WalletCryptogram)
 		dst = wire.AppendBool(dst, cd.ThreeDSForce)
 		dst = wire.AppendBool(dst, cd.AttemptNonSecure)
 	}
 	dst = wire.AppendBool(dst, c.Outcome != nil)
 	if r := c.Outcome; r != nil {
 		dst = wire.AppendBool(dst, r.Approved)
-		dst = wire.AppendString(dst, r.AuthCode)
-		dst = wire.AppendString(dst, r.AVSCheck)
-		dst = wire.AppendString(dst, r.CVVCheck)
-		dst = wire.AppendString(dst, r.RiskDecision)
-		dst = wire.AppendString(dst, r.DeclineCode)
-		dst = wire.AppendString(dst, r.DeclineMessage)
-		dst = wire.AppendString(dst, r.PaymentToken)
+		dst = wire.AppendStrings(dst, r.AuthCode, r.AVSCheck, r.CVVCheck, r.RiskDecision, r.DeclineCode,
+			r.DeclineMessage, r.PaymentToken)
 		dst = binary.AppendVarint(dst, r.TokenExpiresAt)
 		dst = binary.AppendVarint(dst, r.AutoSettleAt)
 	}
@@ -318,8 +278,7 @@ func AppendCommand(dst []byte, c *order.Command) []byte {
 	}
 	dst = wire.AppendBool(dst, c.Challenge != nil)
 	if ch := c.Challenge; ch != nil {
-		dst = wire.AppendString(dst, ch.ID)
-		dst = wire.AppendString(dst, ch.RedirectURL)
+		dst = wire.AppendStrings(dst, ch.ID, ch.RedirectURL)
 		dst = binary.AppendVarint(dst, ch.ExpiresAt)
 	}
 	dst = wire.AppendBool(dst, c.ThreeDSResult != nil)
@@ -327,8 +286,7 @@ func AppendCommand(dst []byte, c *order.Command) []byte {
 		dst = wire.AppendString(dst, r.ChallengeID)
 		dst = wire.AppendBool(dst, r.Authenticated)
 		dst = appendThreeDSPtr(dst, r.Result)
-		dst = wire.AppendString(dst, r.DeclineCode)
-		dst = wire.AppendString(dst, r.DeclineMessage)
+		dst = wire.AppendStrings(dst, r.DeclineCode, r.DeclineMessage)
 	}
 	var email string // version 2: the create's customer e-mail, last
 	if c.Create != nil {
@@ -340,8 +298,7 @@ func AppendCommand(dst []byte, c *order.Command) []byte {
 	}
 	dst = wire.AppendBool(dst, c.Move != nil)
 	if m := c.Move; m != nil {
-		dst = wire.AppendString(dst, m.STAN)
-		dst = wire.AppendString(dst, m.RRN)
+		dst = wire.AppendStrings(dst, m.STAN, m.RRN)
 	}
 	if c.Outcome != nil {
 		dst = wire.AppendString(dst, c.Outcome.Trace)
@@ -370,15 +327,11 @@ func DecodeCommand(b []byte) (*order.Command, error) {
 	var hdr order.Command
 	hdr.Kind = order.Kind(d.Str())
 	hdr.Time = d.Varint()
-	hdr.Merchant = d.Str()
-	hdr.OrderID = d.Str()
-	hdr.TxnID = d.Str()
+	d.Strs(&hdr.Merchant, &hdr.OrderID, &hdr.TxnID)
 	hdr.Amount = d.Varint()
-	hdr.ARN = d.Str()
-	hdr.RefundReasonCode = d.Str()
+	d.Strs(&hdr.ARN, &hdr.RefundReasonCode)
 	hdr.Auto = d.Bool()
-	hdr.IdempotencyKey = d.Str()
-	hdr.RequestHash = d.Str()
+	d.Strs(&hdr.IdempotencyKey, &hdr.RequestHash)
 
 	var c *order.Command
 	if d.Present() {
@@ -386,23 +339,13 @@ func DecodeCommand(b []byte) (*order.Command, error) {
 		c = &blk.cmd
 		cd := &blk.create
 		cd.Amount = d.Varint()
-		cd.Currency = d.Str()
-		cd.Description = d.Str()
-		cd.Descriptor = d.Str()
-		cd.Website = d.Str()
-		cd.ProcessingMID = d.Str()
-		cd.SubscriptionID = d.Str()
-		cd.CallbackURL = d.Str()
-		cd.SuccessURL = d.Str()
-		cd.FailURL = d.Str()
+		d.Strs(&cd.Currency, &cd.Description, &cd.Descriptor, &cd.Website, &cd.ProcessingMID,
+			&cd.SubscriptionID, &cd.CallbackURL, &cd.SuccessURL, &cd.FailURL)
 		cd.SettleDelayHours = d.Varint()
 		d.source(&cd.Source)
 		cd.SealedCard = d.Bytes()
 		cd.ThreeDS = d.threeDSPtr()
-		cd.ReplayKey = d.Str()
-		cd.WalletAuthMethod = d.Str()
-		cd.WalletECI = d.Str()
-		cd.WalletCryptogram = d.Str()
+		d.Strs(&cd.ReplayKey, &cd.WalletAuthMethod, &cd.WalletECI, &cd.WalletCryptogram)
 		cd.ThreeDSForce = d.Bool()
 		cd.AttemptNonSecure = d.Bool()
 		c.Create = cd
@@ -416,13 +359,8 @@ func DecodeCommand(b []byte) (*order.Command, error) {
 			r = &order.OutcomeData{}
 		}
 		r.Approved = d.Bool()
-		r.AuthCode = d.Str()
-		r.AVSCheck = d.Str()
-		r.CVVCheck = d.Str()
-		r.RiskDecision = d.Str()
-		r.DeclineCode = d.Str()
-		r.DeclineMessage = d.Str()
-		r.PaymentToken = d.Str()
+		d.Strs(&r.AuthCode, &r.AVSCheck, &r.CVVCheck, &r.RiskDecision, &r.DeclineCode, &r.DeclineMessage,
+			&r.PaymentToken)
 		r.TokenExpiresAt = d.Varint()
 		r.AutoSettleAt = d.Varint()
 		c.Outcome = r
@@ -448,8 +386,7 @@ func DecodeCommand(b []byte) (*order.Command, error) {
 		r.ChallengeID = d.Str()
 		r.Authenticated = d.Bool()
 		r.Result = d.threeDSPtr()
-		r.DeclineCode = d.Str()
-		r.DeclineMessage = d.Str()
+		d.Strs(&r.DeclineCode, &r.DeclineMessage)
 		c.ThreeDSResult = r
 	}
 	if version >= commandFormatV2 {
@@ -481,9 +418,7 @@ func appendTxn(dst []byte, t *order.Transaction) []byte {
 	dst = wire.AppendString(dst, string(t.Status))
 	dst = wire.AppendString(dst, t.Currency)
 	dst = binary.AppendVarint(dst, t.Amount)
-	dst = wire.AppendString(dst, t.AuthCode)
-	dst = wire.AppendString(dst, t.ARN)
-	return wire.AppendString(dst, t.RefundReasonCode)
+	return wire.AppendStrings(dst, t.AuthCode, t.ARN, t.RefundReasonCode)
 }
 
 // txnBytesMin is the smallest encoded Transaction (ten one-byte fields):
@@ -499,9 +434,7 @@ func (d *decoder) txn(t *order.Transaction) {
 	t.Status = order.TxnStatus(d.Str())
 	t.Currency = d.Str()
 	t.Amount = d.Varint()
-	t.AuthCode = d.Str()
-	t.ARN = d.Str()
-	t.RefundReasonCode = d.Str()
+	d.Strs(&t.AuthCode, &t.ARN, &t.RefundReasonCode)
 }
 
 func appendThreeDSPtr(dst []byte, t *order.ThreeDS) []byte {
@@ -509,12 +442,7 @@ func appendThreeDSPtr(dst []byte, t *order.ThreeDS) []byte {
 	if t == nil {
 		return dst
 	}
-	dst = wire.AppendString(dst, t.Enrolled)
-	dst = wire.AppendString(dst, t.AuthenticationResult)
-	dst = wire.AppendString(dst, t.Version)
-	dst = wire.AppendString(dst, t.ECI)
-	dst = wire.AppendString(dst, t.XID)
-	return wire.AppendString(dst, t.CAVV)
+	return wire.AppendStrings(dst, t.Enrolled, t.AuthenticationResult, t.Version, t.ECI, t.XID, t.CAVV)
 }
 
 func (d *decoder) threeDSPtr() *order.ThreeDS {
@@ -530,8 +458,7 @@ func (d *decoder) threeDSPtr() *order.ThreeDS {
 // AppendTokenGrant appends the binary encoding of g to dst.
 func AppendTokenGrant(dst []byte, g *order.TokenGrant) []byte {
 	dst = append(dst, tokenGrantFormatV1)
-	dst = wire.AppendString(dst, g.Merchant)
-	dst = wire.AppendString(dst, g.CardID)
+	dst = wire.AppendStrings(dst, g.Merchant, g.CardID)
 	dst = binary.AppendVarint(dst, g.ExpiresAt)
 	return appendSource(dst, &g.Source)
 }
@@ -540,8 +467,7 @@ func AppendTokenGrant(dst []byte, g *order.TokenGrant) []byte {
 func DecodeTokenGrant(b []byte) (*order.TokenGrant, error) {
 	d := newDecoder(b, tokenGrantFormatV1, "token grant")
 	g := &order.TokenGrant{}
-	g.Merchant = d.Str()
-	g.CardID = d.Str()
+	d.Strs(&g.Merchant, &g.CardID)
 	g.ExpiresAt = d.Varint()
 	d.source(&g.Source)
 	if err := d.Finish(); err != nil {
@@ -551,45 +477,22 @@ func DecodeTokenGrant(b []byte) (*order.TokenGrant, error) {
 }
 
 func appendSource(dst []byte, s *order.PaymentSource) []byte {
-	dst = wire.AppendString(dst, s.Type)
-	dst = wire.AppendString(dst, s.CardID)
-	dst = wire.AppendString(dst, s.PaymentToken)
+	dst = wire.AppendStrings(dst, s.Type, s.CardID, s.PaymentToken)
 	dst = binary.AppendVarint(dst, s.TokenExpiresAt)
-	dst = wire.AppendString(dst, s.Issuer)
-	dst = wire.AppendString(dst, s.BIN)
-	dst = wire.AppendString(dst, s.Brand)
-	dst = wire.AppendString(dst, s.CardType)
-	dst = wire.AppendString(dst, s.ExpMonth)
-	dst = wire.AppendString(dst, s.ExpYear)
-	dst = wire.AppendString(dst, s.HolderName)
-	dst = wire.AppendString(dst, s.Masked)
-	dst = wire.AppendString(dst, s.IssuerCountry)
+	dst = wire.AppendStrings(dst, s.Issuer, s.BIN, s.Brand, s.CardType, s.ExpMonth, s.ExpYear, s.HolderName,
+		s.Masked, s.IssuerCountry)
 	dst = wire.AppendBool(dst, s.Billing != nil)
 	if a := s.Billing; a != nil {
-		dst = wire.AppendString(dst, a.Line1)
-		dst = wire.AppendString(dst, a.Line2)
-		dst = wire.AppendString(dst, a.City)
-		dst = wire.AppendString(dst, a.State)
-		dst = wire.AppendString(dst, a.Zip)
-		dst = wire.AppendString(dst, a.Country)
+		dst = wire.AppendStrings(dst, a.Line1, a.Line2, a.City, a.State, a.Zip, a.Country)
 	}
 	return dst
 }
 
 func (d *decoder) source(s *order.PaymentSource) {
-	s.Type = d.Str()
-	s.CardID = d.Str()
-	s.PaymentToken = d.Str()
+	d.Strs(&s.Type, &s.CardID, &s.PaymentToken)
 	s.TokenExpiresAt = d.Varint()
-	s.Issuer = d.Str()
-	s.BIN = d.Str()
-	s.Brand = d.Str()
-	s.CardType = d.Str()
-	s.ExpMonth = d.Str()
-	s.ExpYear = d.Str()
-	s.HolderName = d.Str()
-	s.Masked = d.Str()
-	s.IssuerCountry = d.Str()
+	d.Strs(&s.Issuer, &s.BIN, &s.Brand, &s.CardType, &s.ExpMonth, &s.ExpYear, &s.HolderName, &s.Masked,
+		&s.IssuerCountry)
 	if d.Present() {
 		s.Billing = &order.Address{
 			Line1: d.Str(), Line2: d.Str(), City: d.Str(),

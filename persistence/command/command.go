@@ -22,10 +22,44 @@ type Cmd struct {
 	// (persistence/clusterpki.go).
 	ClusterCA *ClusterCA `json:"ca,omitempty"`
 	JoinToken *JoinToken `json:"jt,omitempty"`
+	// RequestHashKey records the key of the request hashes and form tokens
+	// once (persistence/hashkey.go).
+	RequestHashKey *RequestHashKey `json:"rk,omitempty"`
 	// Audit appends a record to the audit log (persistence/audit.go).
 	Audit *AuditRecord `json:"au,omitempty"`
+	// Operator adds or disables a back-office operator, and Session starts
+	// or ends an operator's session (persistence/operators.go).
+	Operator *Operator `json:"op,omitempty"`
+	Session  *Session  `json:"ss,omitempty"`
 	// MID registers a processing MID (persistence/mids.go).
 	MID *MID `json:"mi,omitempty"`
+}
+
+// Operator is a back-office operator (contract 13) as replicated. Its
+// password is only an argon2id hash (a PHC string, transport/operator).
+// Email is the key, lower-cased.
+type Operator struct {
+	Email        string `json:"email"`
+	Role         string `json:"role"`
+	PasswordHash string `json:"password_hash"`
+	// CreatedAt and DisabledAt are Unix ns, decided by the leader.
+	CreatedAt  int64 `json:"created_at"`
+	DisabledAt int64 `json:"disabled_at,omitzero"`
+	// Disable, in a command, disables the operator named by Email at
+	// DisabledAt (the other fields are not read); the record is kept, so
+	// the email keeps naming the same person in the audit log.
+	Disable bool `json:"disable,omitempty"`
+}
+
+// Session is an operator's session: never its token, only the token's
+// SHA-256 (hex). ExpiresAt (Unix ns) is decided by the leader at sign-in.
+type Session struct {
+	TokenHash string `json:"token_hash"`
+	Email     string `json:"email"`
+	CreatedAt int64  `json:"created_at"`
+	ExpiresAt int64  `json:"expires_at"`
+	// End, in a command, ends the session of TokenHash (sign-out).
+	End bool `json:"end,omitempty"`
 }
 
 // MID is a processing MID (contract 12): the card acceptor id a merchant's
@@ -46,6 +80,14 @@ type MID struct {
 // certificate in PEM and the private key sealed under the vault key.
 type ClusterCA struct {
 	CertPEM   string `json:"cert_pem"`
+	SealedKey []byte `json:"sealed_key"`
+}
+
+// RequestHashKey is the key that keys the idempotency records' request
+// hashes and the hosted-form tokens, sealed under the vault key. It does
+// not rotate with the vault key: the hashes stored under it must keep
+// matching (docs/security.md).
+type RequestHashKey struct {
 	SealedKey []byte `json:"sealed_key"`
 }
 

@@ -47,7 +47,12 @@ func entrySamples() map[string]Cmd {
 		"ClusterCA": {ClusterCA: &ClusterCA{CertPEM: "-----BEGIN CERTIFICATE-----", SealedKey: []byte("sealed")}},
 		"MID": {MID: &MID{MID: "MID0001", MerchantID: "m1", AcquirerAddr: "10.0.0.5:8583",
 			Currencies: []string{"EUR", "USD"}, RegisteredAt: 15}},
-		"JoinToken": {JoinToken: &JoinToken{ID: "0123456789abcdef", SecretHash: "ab12", CreatedAt: 13, ExpiresAt: 14}},
+		"JoinToken":      {JoinToken: &JoinToken{ID: "0123456789abcdef", SecretHash: "ab12", CreatedAt: 13, ExpiresAt: 14}},
+		"RequestHashKey": {RequestHashKey: &RequestHashKey{SealedKey: []byte("sealed-hash-key")}},
+		"Operator": {Operator: &Operator{Email: "ops@example.com", Role: "support",
+			PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g",
+			CreatedAt:    15, DisabledAt: 16, Disable: true}},
+		"Session": {Session: &Session{TokenHash: "ab12", Email: "ops@example.com", CreatedAt: 17, ExpiresAt: 18, End: true}},
 	}
 }
 

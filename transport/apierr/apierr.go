@@ -21,6 +21,8 @@ type Code struct {
 var (
 	Auth              = Code{"1.01", 401, "authentication failed: merchant or signature header missing, merchant unknown, signature mismatch"}
 	AdminAuth         = Code{"1.01", 401, "admin API: bearer token missing or wrong"}
+	SignInFailed      = Code{"1.01", 401, "back office sign-in: email or password wrong, or operator disabled"}
+	RoleForbidden     = Code{"1.02", 403, "back office: the operator's role may not do this"}
 	BodyTooLarge      = Code{"2.01", 413, "request body over the size limit"}
 	Invalid           = Code{"2.01", 422, "one or more fields violate a constraint; every violating field is listed"}
 	AmountInvalid     = Code{"2.02", 422, "amount invalid for the operation (settle or refund above what is left)"}
@@ -33,6 +35,8 @@ var (
 	IllegalStatus     = Code{"0.03", 409, "operation illegal in the order's status"}
 	Conflict          = Code{"5.06", 409, "order_id or Idempotency-Key reused with a different request"}
 	RateLimited       = Code{"5.07", 429, "merchant over its rate limit"}
+	SignInLimited     = Code{"5.07", 429, "back office sign-in: too many attempts for this email or from this address"}
+	OperatorExists    = Code{"5.06", 409, "back office: an operator with this email exists (disabled ones too)"}
 	TokenInvalid      = Code{"7.01", 422, "payment_token unknown, expired or of another merchant"}
 	Unavailable       = Code{"6.02", 503, "no leader, or this node cannot reach it; safe to retry"}
 	Internal          = Code{"5.03", 500, "unexpected error"}
@@ -46,8 +50,8 @@ var (
 
 // Catalogue lists every entry, for docs and tests.
 func Catalogue() []Code {
-	return []Code{Auth, AdminAuth, BodyTooLarge, Invalid, AmountInvalid, CurrencyInvalid, NotFound, CVVInvalid,
-		BadBody, CardNumberInvalid, ExpiryInvalid, IllegalStatus, Conflict, RateLimited, TokenInvalid,
+	return []Code{Auth, AdminAuth, SignInFailed, RoleForbidden, BodyTooLarge, Invalid, AmountInvalid, CurrencyInvalid, NotFound, CVVInvalid,
+		BadBody, CardNumberInvalid, ExpiryInvalid, IllegalStatus, Conflict, OperatorExists, RateLimited, SignInLimited, TokenInvalid,
 		Unavailable, Internal, UnknownPath, MethodNotAllowed}
 }
 

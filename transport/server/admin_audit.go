@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -88,16 +89,75 @@ func auditResult(ctx *fasthttp.RequestCtx) string {
 	return res
 }
 
-// recordAudit appends the call's record. A failure is logged: the call's
-// own answer is already decided (docs/back-office.md).
+// recordAudit writes the call's record before its answer leaves (fasthttp
+// sends the answer once the handler returns). If no record can be written
+// the answer is replaced by a 500 that says so: a 200 means the change and
+// its record are both in the log (docs/back-office.md).
 func (s *Server) recordAudit(ctx *fasthttp.RequestCtx, actor, route string) {
 	rec := persistence.AuditRecord{
 		Actor: actor, Action: string(ctx.Method()) + " /admin/v1/" + route,
 		Target: auditTarget(ctx, route), SourceIP: sourceIP(ctx), Result: auditResult(ctx),
 	}
-	if err := s.appendAudit(rec); err != nil {
-		s.cfg.Logger.Error("audit record not written", "action", rec.Action, "target", rec.Target, "error", err)
+	if err := s.writeAudit(rec); err != nil {
+		s.cfg.Logger.Error("audit record not written", "actor", rec.Actor, "action", rec.Action, "target", rec.Target,
+			"source_ip", rec.SourceIP, "result", rec.Result, "error", err)
+		if ctx.Response.StatusCode() < 400 {
+			ctx.Response.Header.Del("Retry-After")
+			writeError(ctx, apierr.New(apierr.Internal, "audit", "the change was made, but its audit record could not be written "+
+				"(no leader); the node's log has the record: check the change before repeating it"))
+		}
 	}
+}
+
+// auditWriteWithin bounds how long writeAudit waits for a leader: a
+// leadership change takes a few election timeouts.
+const auditWriteWithin = 10 * time.Second
+
+// writeAudit appends rec to the chain and returns once it is committed:
+// on this node if it leads, else on the leader, asked over the cluster
+// port (/peer/v1/audit), retrying while leadership moves. A record asked
+// of a leader that applied it but whose answer was lost is appended again
+// on the retry: a duplicate, never a loss.
+func (s *Server) writeAudit(rec persistence.AuditRecord) error {
+	c := s.cfg.Cluster
+	if c == nil {
+		return errors.New("no cluster")
+	}
+	deadline := time.Now().Add(auditWriteWithin)
+	for {
+		var err error
+		if c.Route().Self {
+			err = s.appendAudit(rec)
+		} else {
+			var status int
+			if status, err = s.callLeader("/peer/v1/audit", rec, "", nil); err == nil && status != 200 {
+				err = fmt.Errorf("the leader answered %d", status)
+			}
+		}
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// peerAudit is /peer/v1/audit: a member's record, appended here (the
+// leader). The member authenticated the call it records.
+func (s *Server) peerAudit(ctx *fasthttp.RequestCtx) {
+	var rec persistence.AuditRecord
+	if err := json.Unmarshal(ctx.PostBody(), &rec); err != nil {
+		writeError(ctx, apierr.New(apierr.BadBody, "body", "an audit record"))
+		return
+	}
+	if !s.cfg.Cluster.Route().Self {
+		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "this node is not the leader"))
+		return
+	}
+	if err := s.appendAudit(rec); err != nil {
+		writeError(ctx, s.errorFor("audit", err))
+		return
+	}
+	writeJSON(ctx, 200, map[string]string{"status": "recorded"})
 }
 
 // appendAudit proposes rec as the record after the chain's applied end.

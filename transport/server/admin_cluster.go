@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/paygate/gateway/cluster"
+	"github.com/paygate/gateway/internal/netaddr"
 	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/apierr"
 )
@@ -52,12 +53,21 @@ func (s *Server) clusterStatus(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use GET for the cluster status"))
 		return
 	}
-	c := s.cfg.Cluster
-	digest := string(ctx.QueryArgs().Peek("digest")) == "1"
-	members, err := c.Members()
+	out, err := s.clusterView(string(ctx.QueryArgs().Peek("digest")) == "1")
 	if err != nil {
 		writeError(ctx, s.errorFor("cluster status", err))
 		return
+	}
+	writeJSON(ctx, 200, out)
+}
+
+// clusterView is the cluster as this node sees it, each member's raft
+// indexes asked of the member itself (the admin API and the dashboard).
+func (s *Server) clusterView(digest bool) (cluster.Status, error) {
+	c := s.cfg.Cluster
+	members, err := c.Members()
+	if err != nil {
+		return cluster.Status{}, err
 	}
 	self := c.SelfMember()
 	out := cluster.Status{NodeID: self.NodeID, LeaderID: c.Route().LeaderID, Term: c.Term(),
@@ -86,7 +96,7 @@ func (s *Server) clusterStatus(ctx *fasthttp.RequestCtx) {
 		}()
 	}
 	wg.Wait()
-	writeJSON(ctx, 200, out)
+	return out, nil
 }
 
 // peerSelf asks a member for its raft view over the cluster port.
@@ -171,7 +181,7 @@ func parseJoin(body []byte) (joinRequest, *apierr.Error) {
 
 // joinMember adds a voter (on the leader: the caller forwarded it here).
 func (s *Server) joinMember(ctx *fasthttp.RequestCtx, req joinRequest) {
-	if p := s.cfg.PKI; p != nil && !p.Secure() && !loopbackHost(req.RaftAddr) {
+	if p := s.cfg.PKI; p != nil && !p.Secure() && !netaddr.Loopback(req.RaftAddr) {
 		writeError(ctx, apierr.New(apierr.Invalid, "raft_addr", "this cluster's links run without TLS (--insecure-cluster-links), which is for loopback addresses only: raft_addr "+req.RaftAddr+" is not one"))
 		return
 	}
@@ -274,16 +284,6 @@ func hostIPs(host string) []net.IP {
 	}
 	ips, _ := net.LookupIP(host)
 	return ips
-}
-
-// loopbackHost reports whether host:port names this machine only.
-func loopbackHost(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // probeRaftTimeout bounds the check that a raft address answers.

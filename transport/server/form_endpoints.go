@@ -82,13 +82,13 @@ func (s *Server) formEndpoints() map[string]endpoint {
 }
 
 // formToken is the form token of an order: 256 bits of HMAC-SHA256 under a
-// key derived from the node's request-hash key (itself derived from the
-// cluster's key-encryption key), over the merchant, the order id and the
+// key derived from the cluster's request-hash key (replicated; it does not
+// rotate with the vault key), over the merchant, the order id and the
 // creation time the leader decided. Unguessable without the key, and the
 // same for a repeated init-payment, which finds the order's creation time
 // again; the store keeps only its SHA-256.
 func (s *Server) formToken(merchant, orderID string, createdAt int64) string {
-	k := hmac.New(sha256.New, s.cfg.HashKey)
+	k := hmac.New(sha256.New, s.hashing.Load().key)
 	k.Write([]byte("hosted-form-token"))
 	m := hmac.New(sha256.New, k.Sum(nil))
 	m.Write([]byte(merchant))

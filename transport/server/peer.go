@@ -76,6 +76,12 @@ func (s *Server) routePeer(ctx *fasthttp.RequestCtx) {
 		s.clusterSelf(ctx)
 	case "/peer/v1/join":
 		s.peerJoin(ctx)
+	case "/peer/v1/audit":
+		s.peerAudit(ctx) // admin_audit.go
+	case "/peer/v1/sign-in":
+		s.peerSignIn(ctx) // sessions.go
+	case "/peer/v1/sign-out":
+		s.peerSignOut(ctx)
 	default:
 		s.route(ctx) // a forwarded client request
 	}

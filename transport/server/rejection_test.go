@@ -40,7 +40,7 @@ func TestRejectionError(t *testing.T) {
 	}
 }
 
-// The admin API refuses a missing or wrong bearer token with the
+// The admin API refuses a missing or wrong bearer credential with the
 // catalogue's admin entry, 401 1.01 on authorization, before routing.
 func TestAdminTokenRefusedWithTheCatalogueCode(t *testing.T) {
 	s := &Server{cfg: Config{AdminToken: "right"}}
@@ -51,7 +51,7 @@ func TestAdminTokenRefusedWithTheCatalogueCode(t *testing.T) {
 			ctx.Request.Header.Set("Authorization", header)
 		}
 		s.serveAdmin(&ctx, "merchants")
-		want := `{"error":{"code":"` + apierr.AdminAuth.Code + `","messages":{"authorization":["admin bearer token missing or wrong"]}}}`
+		want := `{"error":{"code":"` + apierr.AdminAuth.Code + `","messages":{"authorization":["admin bearer token or operator session missing, wrong or expired"]}}}`
 		if ctx.Response.StatusCode() != apierr.AdminAuth.HTTP || string(ctx.Response.Body()) != want {
 			t.Errorf("Authorization %q: %d %s", header, ctx.Response.StatusCode(), ctx.Response.Body())
 		}

@@ -64,7 +64,9 @@ type Config struct {
 	Merchants  *Merchants
 	AdminToken string
 	// HashKey keys the request hashes kept for idempotency, so a stored
-	// hash reveals nothing of the body (which held card data).
+	// hash reveals nothing of the body (which held card data), and the
+	// hosted-form tokens. SetHashKey replaces it (the node loads the
+	// cluster's replicated key once it has it).
 	HashKey []byte
 	// RequestTimeout bounds how long a request waits for its order actor.
 	RequestTimeout time.Duration
@@ -99,10 +101,12 @@ type Server struct {
 	http      *fasthttp.Server
 	endpoints map[string]namedEndpoint
 	metrics   *requestMetrics
-	fwd       *forwarder  // relays requests to the leader (forward.go)
-	peers     *PeerClient // asks members for their status (peer.go)
-	audit     auditLog    // serialises the leader's audit records (admin_audit.go)
-	hashers   sync.Pool   // *requestHasher keyed with cfg.HashKey
+	fwd       *forwarder                 // relays requests to the leader (forward.go)
+	peers     *PeerClient                // asks members for their status (peer.go)
+	audit     auditLog                   // serialises the leader's audit records (admin_audit.go)
+	auth      *Auth                      // operators' sign-ins and sessions (sessions.go)
+	dashboard fasthttp.RequestHandler    // /dashboard/ (backoffice.go); nil: not served
+	hashing   atomic.Pointer[hashKeying] // the request-hash key and its hashers
 	// handling counts requests being handled, for Shutdown: a connection
 	// with none is not waited for.
 	handling atomic.Int64
@@ -124,7 +128,8 @@ func New(cfg Config) *Server {
 		}
 	}
 	s := &Server{cfg: cfg, metrics: newRequestMetrics(), fwd: newForwarder(cfg.RequestTimeout, cfg.DialPeer), peers: NewPeerClient(cfg.DialPeer)}
-	s.hashers.New = func() any { return &requestHasher{mac: hmac.New(sha256.New, cfg.HashKey)} }
+	s.auth = newAuth(s)
+	s.SetHashKey(cfg.HashKey)
 	s.cfg.AdminRoutes = map[string]AdminHandler{}
 	for _, routes := range []map[string]AdminHandler{s.clusterAdminRoutes(), cfg.AdminRoutes} {
 		for name, h := range routes {
@@ -328,6 +333,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 		exposition.Write(ctx) // # HELP text from one table; an error is the client's going away
 	case strings.HasPrefix(path, "/admin/v1/"):
 		s.serveAdmin(ctx, path[len("/admin/v1/"):])
+	case s.dashboard != nil && (path == "/dashboard" || strings.HasPrefix(path, dashboardPrefix)):
+		s.dashboard(ctx)
 	default:
 		writeError(ctx, apierr.New(apierr.UnknownPath, "path", "no such path"))
 	}
@@ -472,6 +479,22 @@ func (s *Server) refuse(ctx *fasthttp.RequestCtx, e *apierr.Error, start time.Ti
 	s.metrics.observe(s.opLabel(string(ctx.Path())), e.Code.HTTP, start)
 }
 
+// hashKeying is one request-hash key and a pool of hashers keyed with it:
+// a new key comes with a new pool, so no hasher keyed with the old one is
+// used after the swap.
+type hashKeying struct {
+	key     []byte
+	hashers sync.Pool // *requestHasher
+}
+
+// SetHashKey makes key the key of the request hashes and form tokens made
+// from now on.
+func (s *Server) SetHashKey(key []byte) {
+	k := &hashKeying{key: append([]byte(nil), key...)}
+	k.hashers.New = func() any { return &requestHasher{mac: hmac.New(sha256.New, k.key)} }
+	s.hashing.Store(k)
+}
+
 // requestHasher is a keyed HMAC-SHA256 state with room for its sum. They are
 // pooled and reset between requests: keying one costs more than hashing a
 // short body.
@@ -490,7 +513,8 @@ func (s *Server) requestHash(body []byte) string { return s.operationHash("", bo
 // the settle's answer (contract section 5: a key reused with a different
 // request is 409 5.06).
 func (s *Server) operationHash(op string, body []byte) string {
-	h := s.hashers.Get().(*requestHasher)
+	k := s.hashing.Load()
+	h := k.hashers.Get().(*requestHasher)
 	h.mac.Reset()
 	if op != "" {
 		h.mac.Write([]byte(op))
@@ -498,7 +522,7 @@ func (s *Server) operationHash(op string, body []byte) string {
 	}
 	h.mac.Write(body)
 	sum := hex.EncodeToString(h.mac.Sum(h.sum[:0]))
-	s.hashers.Put(h)
+	k.hashers.Put(h)
 	return sum
 }
 

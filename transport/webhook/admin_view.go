@@ -2,7 +2,7 @@ package webhook
 
 import (
 	"github.com/paygate/gateway/order"
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // AdminView is a notification as operators see it in the admin API
@@ -33,10 +33,10 @@ type AdminAttempt struct {
 }
 
 // NewAdminView makes n's AdminView. The body is left out.
-func NewAdminView(n *persistence.Notification) AdminView {
+func NewAdminView(n *outbox.Notification) AdminView {
 	v := AdminView{ID: n.ID, MerchantID: n.Merchant, OrderID: n.OrderID, OrderStatus: string(n.OrderStatus),
 		URL: n.URL, State: string(n.State), CreatedAt: rfc3339(n.CreatedAt), Attempts: []AdminAttempt{}}
-	if n.State == persistence.NotifyPending && n.NextDueAt != 0 {
+	if n.State == outbox.Pending && n.NextDueAt != 0 {
 		v.NextDueAt = rfc3339(n.NextDueAt)
 	}
 	if n.FinishedAt != 0 {

@@ -119,6 +119,10 @@ type Client struct {
 	connectTimeout  time.Duration
 	responseTimeout time.Duration
 	timeout         time.Duration // whole attempt: ConnectTimeout + ResponseTimeout
+	// bodyRead, when set (tests only), is told of each read of a response
+	// body that brought bytes: by the first, any memory reserved for the
+	// body has been taken.
+	bodyRead func()
 }
 
 // NewClient returns a Client for cfg.
@@ -452,7 +456,7 @@ func (c *Client) exchange(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.
 	if err = conn.SetReadDeadline(deadline); err != nil {
 		return false, st, err
 	}
-	err = readBody(br, resp, c.max)
+	err = readBody(br, resp, c.max, c.bodyRead)
 	// Bytes beyond the answer mean the connection is out of step.
 	return keep && err == nil && br.Buffered() == 0, st, err
 }
@@ -465,7 +469,7 @@ func (c *Client) exchange(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.
 // the whole Content-Length (or chunk size) before reading, so a receiver
 // answering "Content-Length: 1048576", one byte and nothing more held 1 MiB
 // per attempt for as long as the attempt lasted.
-func readBody(br *bufio.Reader, resp *fasthttp.Response, limit int) error {
+func readBody(br *bufio.Reader, resp *fasthttp.Response, limit int, onRead func()) error {
 	var (
 		src     io.Reader = br
 		n                 = limit + 1 // read one byte more to notice the excess
@@ -479,6 +483,9 @@ func readBody(br *bufio.Reader, resp *fasthttp.Response, limit int) error {
 		n, exact = cl, true
 	case cl == -1:
 		src, chunked = httputil.NewChunkedReader(br), true
+	}
+	if onRead != nil {
+		src = tracedReader{src, onRead}
 	}
 	// The response's own (pooled) body buffer, grown as needed.
 	body, err := appendBody(resp.SwapBody(nil)[:0], src, n)
@@ -494,6 +501,20 @@ func readBody(br *bufio.Reader, resp *fasthttp.Response, limit int) error {
 		return resp.Header.ReadTrailer(br) // the end of a chunked body
 	}
 	return nil
+}
+
+// tracedReader tells onRead of every read that brought bytes.
+type tracedReader struct {
+	io.Reader
+	onRead func()
+}
+
+func (r tracedReader) Read(p []byte) (int, error) {
+	n, err := r.Reader.Read(p)
+	if n > 0 {
+		r.onRead()
+	}
+	return n, err
 }
 
 // bodyGrowth is the least a body buffer grows by at a time.

@@ -20,11 +20,12 @@ import (
 	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/signature"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // Outbox is what webhook delivery reads from the store (persistence.Store).
 type Outbox interface {
-	DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*persistence.Notification, error)
+	DueNotifications(now int64, limit int, skip func(id, endpoint string) bool) ([]*outbox.Notification, error)
 	NextNotificationDueAfter(t int64) (int64, error)
 	PendingNotificationCount() (int, error)
 }
@@ -76,6 +77,14 @@ type DispatcherConfig struct {
 	// hosts come and go with merchants and their shops, and an actor kept
 	// for each one would grow with them for as long as this node leads.
 	EndpointIdle time.Duration
+
+	// trace, when set (tests only), hears the actor tree's steps as they
+	// happen: "queued" (an endpoint actor took notification id, and has
+	// started what it could), "started" (a delivery of id began),
+	// "restarting" (an endpoint actor is restarting), "swept" (the
+	// supervisor asked the idle endpoints whether to retire). Tests wait on
+	// these events instead of sleeping.
+	trace func(event, id string)
 }
 
 // Dispatcher is the leader's notification delivery: a dispatcher over the
@@ -109,7 +118,7 @@ type Dispatcher struct {
 	running bool
 	// fresh are notifications just committed, offered by the FSM: due now,
 	// handed out without scanning the outbox.
-	fresh []*persistence.Notification
+	fresh []*outbox.Notification
 	// retryAt is the earliest retry known to be due later (Unix ns; 0:
 	// none): the next scan is timed for it.
 	retryAt int64
@@ -152,6 +161,9 @@ type Dispatcher struct {
 	done map[string]time.Time
 	// endpoints counts the live endpoint actors.
 	endpoints atomic.Int64
+	// scans counts the scans of the outbox that have ended: a test proves
+	// that nothing more is handed out by waiting for further scans.
+	scans atomic.Uint64
 
 	m webhookMetrics
 }
@@ -271,7 +283,7 @@ const freshLimit = 10_000
 // backlog a scan walks the whole queue, and scanning on every commit cost
 // more than the deliveries. It runs on the FSM goroutine and never blocks;
 // on a follower (not running) it does nothing, the outbox has them.
-func (w *Dispatcher) Offer(created []*persistence.Notification) {
+func (w *Dispatcher) Offer(created []*outbox.Notification) {
 	w.mu.Lock()
 	if !w.running || len(w.fresh) >= freshLimit {
 		w.mu.Unlock()
@@ -406,7 +418,7 @@ func (w *Dispatcher) dispatchFresh() {
 		if _, attempted := w.done[n.ID]; attempted || w.busy(n.ID, now, now) {
 			continue
 		}
-		ep := persistence.Endpoint(n.URL)
+		ep := outbox.Endpoint(n.URL)
 		// Older notifications may wait in the outbox: this one waits there
 		// too, behind them, for the scans.
 		if _, spilled := w.spilled[ep]; spilled || w.behind || !w.hasRoom(n.ID, ep) {
@@ -463,6 +475,7 @@ func (w *Dispatcher) dispatchDue() {
 	w.mu.Unlock()
 	scanStart := time.Now()
 	now := w.cfg.Now()
+	defer w.scans.Add(1) // last: the scan and its bookkeeping are over
 	defer func() {
 		next, err := w.cfg.Store.NextNotificationDueAfter(now.UnixNano())
 		if err != nil || next == 0 {
@@ -514,7 +527,7 @@ func (w *Dispatcher) dispatchDue() {
 		if w.busy(n.ID, now, scanStart) {
 			continue
 		}
-		ep := persistence.Endpoint(n.URL)
+		ep := outbox.Endpoint(n.URL)
 		if blocked[ep] || !w.hasRoom(n.ID, ep) {
 			blocked[ep], full[ep] = true, true
 			continue
@@ -567,13 +580,13 @@ func (w *Dispatcher) hasRoom(id, ep string) bool {
 
 // toEndpoint is a notification handed to the supervisor for endpoint.
 type toEndpoint struct {
-	n        *persistence.Notification
+	n        *outbox.Notification
 	endpoint string
 }
 
 // handOut gives n to the tree for endpoint ep, handed out by the scan page
 // (0: offered). Call with w.mu held.
-func (w *Dispatcher) handOut(n *persistence.Notification, ep string, now time.Time, page uint64) {
+func (w *Dispatcher) handOut(n *outbox.Notification, ep string, now time.Time, page uint64) {
 	h := w.inflight[n.ID]
 	if h == nil || !h.held {
 		h = &handout{endpoint: ep, held: true, page: page}

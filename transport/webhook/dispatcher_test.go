@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/order"
 	"github.com/paygate/gateway/persistence/command"
 	"github.com/paygate/gateway/transport/signature"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 var testWebhookKey = signature.NewKey("whpk", "whsk")
@@ -61,25 +62,32 @@ func createWithCallback(t *testing.T, f *fixture, id string) {
 func TestWebhooksDeliverEachOnce(t *testing.T) {
 	f := newFixture(t)
 	log := &attemptLog{count: map[string]int{}}
-	startWebhooks(t, f, log.attempt, []time.Duration{time.Second})
+	w := startWebhooks(t, f, log.attempt, []time.Duration{time.Second})
 	const orders = 300
 	for i := range orders {
 		createWithCallback(t, f, fmt.Sprintf("o%d", i))
 	}
-	expectEachAttemptedOnce(t, f, log, orders)
+	expectEachAttemptedOnce(t, f, w, log, orders)
 }
 
 // expectEachAttemptedOnce waits for the outbox to empty with n
-// notifications attempted, then for any copy still on its way, and checks
-// that each was attempted exactly once.
-func expectEachAttemptedOnce(t *testing.T, f *fixture, log *attemptLog, n int) {
+// notifications attempted and every hand-out ended, then for two whole
+// scans of the outbox, which must hand nothing out again (a copy would be
+// counted as held before it is sent), and checks that each was attempted
+// exactly once.
+func expectEachAttemptedOnce(t *testing.T, f *fixture, w *Dispatcher, log *attemptLog, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if pending, _ := f.store.PendingNotificationCount(); pending == 0 && len(log.snapshot()) == n {
 			break
 		}
 	}
-	time.Sleep(50 * time.Millisecond) // a copy still queued would be sent by now
+	waitUntil(t, func() bool { return heldCount(w) == 0 },
+		func() string { return fmt.Sprintf("%d notifications still handed out", heldCount(w)) })
+	waitScans(t, w, 2)
+	if h := heldCount(w); h != 0 {
+		t.Fatalf("scans handed out %d notifications again after all were attempted", h)
+	}
 	counts := log.snapshot()
 	if len(counts) != n {
 		t.Fatalf("%d notifications attempted, want %d", len(counts), n)
@@ -105,16 +113,16 @@ func TestWebhooksRetryThenFail(t *testing.T) {
 // good and checks its attempts kept the retry offsets from the first one.
 func expectFailedOnOffsets(t *testing.T, f *fixture, orderID string, delays []time.Duration) {
 	t.Helper()
-	var list []*persistence.Notification
+	var list []*outbox.Notification
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		list, _ = f.store.Notifications("m1", orderID, 10)
-		if len(list) == 1 && list[0].State == persistence.NotifyFailed {
+		if len(list) == 1 && list[0].State == outbox.Failed {
 			break
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	if len(list) != 1 || list[0].State != persistence.NotifyFailed || len(list[0].Attempts) != len(delays)+1 {
+	if len(list) != 1 || list[0].State != outbox.Failed || len(list[0].Attempts) != len(delays)+1 {
 		t.Fatalf("want failed after %d attempts: %+v", len(delays)+1, list)
 	}
 	a := list[0].Attempts
@@ -141,7 +149,7 @@ func waitRunning(t *testing.T, w *Dispatcher) {
 
 // waitNotifications waits for the order's notifications to be committed
 // (the authorisation's outcome notifies, after the create returned).
-func waitNotifications(t *testing.T, f *fixture, orderID string) []*persistence.Notification {
+func waitNotifications(t *testing.T, f *fixture, orderID string) []*outbox.Notification {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		if list, _ := f.store.Notifications("m1", orderID, 10); len(list) > 0 {
@@ -176,7 +184,7 @@ func TestWebhookDeliveryActorCrashIsRestarted(t *testing.T) {
 	createWithCallback(t, f, "crash")
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if list, _ := f.store.Notifications("m1", "crash", 10); len(list) == 1 && list[0].State == persistence.NotifyDelivered {
+		if list, _ := f.store.Notifications("m1", "crash", 10); len(list) == 1 && list[0].State == outbox.Delivered {
 			if counts := log.snapshot(); len(counts) != 1 {
 				t.Fatalf("attempts after the crash: %v", counts)
 			}
@@ -210,9 +218,9 @@ func TestWebhooksDeliverOfferedWithoutScan(t *testing.T) {
 	}
 	w := startWebhooksPolling(t, f, attempt, []time.Duration{time.Hour}, time.Hour)
 	waitRunning(t, w)
-	time.Sleep(20 * time.Millisecond) // past the start-up scan
+	waitScans(t, w, 1) // past the start-up scan: only the offer hands them out
 	const orders = 40
-	var offered []*persistence.Notification
+	var offered []*outbox.Notification
 	for i := range orders {
 		id := fmt.Sprintf("offered%d", i)
 		createWithCallback(t, f, id)
@@ -275,7 +283,9 @@ func TestWebhooksSendAnOrdersNotificationsInOrder(t *testing.T) {
 		}
 		return Attempt{Delivered: true, HTTPCode: 200}
 	}
-	startWebhooks(t, f, attempt, []time.Duration{time.Second})
+	ev := newTreeEvents()
+	runWebhooks(t, f, DispatcherConfig{Attempt: attempt, RetryDelays: []time.Duration{time.Second},
+		PerEndpoint: 4, Poll: time.Millisecond, trace: ev.trace})
 	begun := func(want string) bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -303,8 +313,20 @@ func TestWebhooksSendAnOrdersNotificationsInOrder(t *testing.T) {
 	// Another order is not held up by o1's slow request.
 	createWithCallback(t, f, "o2")
 	waitFor("o2/authorized")
-	time.Sleep(100 * time.Millisecond)
-	if begun("o1/settled") {
+	// Once the endpoint actor has taken o1/settled in (and started what it
+	// could), it has not started it.
+	var settled string
+	waitUntil(t, func() bool {
+		list, _ := f.store.Notifications("m1", "o1", 10)
+		for _, n := range list {
+			if n.OrderStatus == order.StatusSettled {
+				settled = n.ID
+			}
+		}
+		return settled != ""
+	}, func() string { return "o1/settled not committed" })
+	ev.wait(t, "queued", settled)
+	if ev.has("started", settled) || begun("o1/settled") {
 		t.Fatalf("o1/settled sent while o1/authorized was still under way: %v", started)
 	}
 	close(release)
@@ -353,6 +375,8 @@ func TestWebhookEndpointActorsRetireWhenIdle(t *testing.T) {
 	cfg := DispatcherConfig{Attempt: attempt, RetryDelays: []time.Duration{time.Hour}, PerEndpoint: 1, Poll: time.Hour}
 	idle := cfg
 	idle.EndpointIdle = 10 * time.Millisecond
+	ev := newTreeEvents()
+	idle.trace = ev.trace
 	w, stop := runWebhooks(t, f, idle)
 	waitFor := func(w *Dispatcher, what string, ok func() bool) {
 		t.Helper()
@@ -363,9 +387,11 @@ func TestWebhookEndpointActorsRetireWhenIdle(t *testing.T) {
 		}
 		t.Fatalf("timed out waiting for %s (endpoint actors: %d)", what, w.endpoints.Load())
 	}
-	offer := func(w *Dispatcher, id, host string) {
+	offer := func(w *Dispatcher, id, host string) []*outbox.Notification {
 		createWithCallbackURL(t, f, id, "http://"+host+".test/hook")
-		w.Offer(waitNotifications(t, f, id))
+		list := waitNotifications(t, f, id)
+		w.Offer(list)
+		return list
 	}
 
 	for _, host := range []string{"a", "b", "c", "slow"} {
@@ -376,12 +402,15 @@ func TestWebhookEndpointActorsRetireWhenIdle(t *testing.T) {
 	// Many sweeps later the endpoint with an attempt under way is still
 	// there, and still holds its one slot: the next notification to it
 	// waits (a retired endpoint's successor would send it at once).
-	time.Sleep(100 * time.Millisecond)
+	swept := ev.count("swept", "")
+	waitUntil(t, func() bool { return ev.count("swept", "") >= swept+10 },
+		func() string { return "the supervisor did not sweep for idle endpoints" })
 	if n := w.endpoints.Load(); n != 1 {
 		t.Fatalf("endpoint actors with an attempt under way: %d, want 1", n)
 	}
-	offer(w, "o-slow-2", "slow")
-	time.Sleep(20 * time.Millisecond)
+	for _, n := range offer(w, "o-slow-2", "slow") {
+		ev.wait(t, "queued", n.ID) // behind the slot the first one holds
+	}
 	close(release)
 	waitFor(w, "the slow deliveries", func() bool { return attemptsTo("slow") == 2 })
 	mu.Lock()
@@ -431,7 +460,7 @@ func TestWebhooksSlowEndpointGetsEachNotificationOnce(t *testing.T) {
 	}
 	// The fixture's FSM offers nothing: the scans every 2 ms hand the
 	// notifications out, and hand them out again once their leases end.
-	runWebhooks(t, f, DispatcherConfig{Attempt: slow, RetryDelays: []time.Duration{time.Hour},
+	w, _ := runWebhooks(t, f, DispatcherConfig{Attempt: slow, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 1, Poll: 2 * time.Millisecond, AttemptTimeout: 100 * time.Millisecond, LeaseSlack: time.Millisecond})
 	const orders = 20 // ~400 ms of sending behind one slot, four leases long
 	for i := range orders {
@@ -440,7 +469,7 @@ func TestWebhooksSlowEndpointGetsEachNotificationOnce(t *testing.T) {
 	for i := range orders {
 		waitNotifications(t, f, fmt.Sprintf("slow%d", i))
 	}
-	expectEachAttemptedOnce(t, f, log, orders)
+	expectEachAttemptedOnce(t, f, w, log, orders)
 }
 
 // A backlog longer than a scan's page (a receiver back after an outage, a
@@ -473,7 +502,7 @@ func TestWebhooksWorkThroughABacklog(t *testing.T) {
 	w, _ := runWebhooks(t, f, DispatcherConfig{Attempt: attempt, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 4, Poll: time.Hour, ScanPage: page})
 	running.Store(w)
-	expectEachAttemptedOnce(t, f, log, orders)
+	expectEachAttemptedOnce(t, f, w, log, orders)
 	if p := peak.Load(); p > 2*page {
 		t.Fatalf("%d notifications handed out at once, want at most two pages (%d)", p, 2*page)
 	}
@@ -485,7 +514,7 @@ func TestWebhooksWorkThroughABacklog(t *testing.T) {
 func TestNextAttemptAtKeepsShortGaps(t *testing.T) {
 	delays := []time.Duration{10 * time.Minute, 12 * time.Minute, 14 * time.Minute}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := &persistence.Notification{FirstAttemptAt: t0.UnixNano()}
+	n := &outbox.Notification{FirstAttemptAt: t0.UnixNano()}
 	var due []time.Duration
 	for at := t0; ; {
 		next := NextAttemptAt(n, at, delays)
@@ -502,7 +531,7 @@ func TestNextAttemptAtKeepsShortGaps(t *testing.T) {
 
 	// The 10 min attempt made at 30 min: the 12 min offset has passed, so
 	// the next is the schedule's 2 min gap after it, not at once.
-	n = &persistence.Notification{FirstAttemptAt: t0.UnixNano(), Attempts: []command.AttemptRecord{{At: t0.UnixNano()}}}
+	n = &outbox.Notification{FirstAttemptAt: t0.UnixNano(), Attempts: []command.AttemptRecord{{At: t0.UnixNano()}}}
 	if got := time.Unix(0, NextAttemptAt(n, t0.Add(30*time.Minute), delays)).Sub(t0); got != 32*time.Minute {
 		t.Errorf("after a late attempt at 30 min: next at %s, want 32m0s", got)
 	}
@@ -515,7 +544,7 @@ func TestNextAttemptAtAfterAnOutage(t *testing.T) {
 	delays := []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,
 		8 * time.Hour, 16 * time.Hour, 24 * time.Hour}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := &persistence.Notification{FirstAttemptAt: t0.UnixNano()}
+	n := &outbox.Notification{FirstAttemptAt: t0.UnixNano()}
 	attempt := func(at time.Time) time.Time {
 		next := NextAttemptAt(n, at, delays)
 		n.Attempts = append(n.Attempts, command.AttemptRecord{At: at.UnixNano()})
@@ -545,4 +574,56 @@ func TestNextAttemptAtAfterAnOutage(t *testing.T) {
 	if len(n.Attempts) != len(delays)+1 {
 		t.Errorf("%d attempts, want %d", len(n.Attempts), len(delays)+1)
 	}
+}
+
+// heldCount is how many notifications the dispatcher counts as handed out
+// to the actor tree (queued at an endpoint actor or under way).
+func heldCount(w *Dispatcher) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, q := range w.queued {
+		n += q
+	}
+	return n
+}
+
+// waitScans waits until at least n whole scans of the outbox have run from
+// now, asking for them (Wake) so that a long poll does not hold them back.
+func waitScans(t *testing.T, w *Dispatcher, n int) {
+	t.Helper()
+	// A scan under way now began before: it does not count.
+	want := w.scans.Load() + uint64(n) + 1
+	waitUntil(t, func() bool {
+		w.Wake()
+		return w.scans.Load() >= want
+	}, func() string { return fmt.Sprintf("%d scans of the outbox, want %d", w.scans.Load(), want) })
+}
+
+// treeEvents records the actor tree's steps (DispatcherConfig.trace).
+type treeEvents struct {
+	mu   sync.Mutex
+	seen map[string]int // event + " " + id → how many times
+}
+
+func newTreeEvents() *treeEvents { return &treeEvents{seen: map[string]int{}} }
+
+func (e *treeEvents) trace(event, id string) {
+	e.mu.Lock()
+	e.seen[event+" "+id]++
+	e.mu.Unlock()
+}
+
+func (e *treeEvents) count(event, id string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.seen[event+" "+id]
+}
+
+func (e *treeEvents) has(event, id string) bool { return e.count(event, id) > 0 }
+
+// wait waits for event about id.
+func (e *treeEvents) wait(t *testing.T, event, id string) {
+	t.Helper()
+	waitUntil(t, func() bool { return e.has(event, id) }, func() string { return fmt.Sprintf("no %q event for %s", event, id) })
 }

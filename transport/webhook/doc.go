@@ -13,10 +13,11 @@
 //     network, at request time and at dial time (below).
 //   - AdminView (admin_view.go) is a notification as the admin API shows it.
 //
-// The outbox itself (the notification records, their keys and the FSM's
-// rule for applying an attempt's result) is replicated state and stays with
-// the rest of it in persistence, which knows nothing of this package: the
-// dependency points one way, from delivery to storage. The order actors do
+// The outbox's records and their pure rules (what a notification is, how an
+// attempt's result changes it) are the subpackage outbox: no storage, no
+// HTTP, so persistence stores them and applies the rule in the FSM while
+// knowing nothing of this package: the dependency points one way, from
+// delivery to storage to the rules. The order actors do
 // not know this package either; node wires it to the store, the Raft
 // proposer and the FSM's commit hook (Dispatcher.Offer).
 //

@@ -13,8 +13,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // webhookSupervisor routes each due notification to its endpoint's actor,
@@ -71,6 +71,7 @@ func (s *webhookSupervisor) Receive(ctx actor.Context) {
 				ctx.Send(ref.pid, retireIfIdle{key: key, routed: ref.routed})
 			}
 		}
+		s.w.traceEvent("swept", "")
 	case endpointIdle:
 		// Notifications reach an endpoint actor only from here, in order:
 		// if none was routed since the question, none is waiting in its
@@ -99,7 +100,7 @@ type endpointActor struct {
 	w     *Dispatcher
 	gen   uint64 // the leadership it serves
 	key   string // the endpoint
-	queue []*persistence.Notification
+	queue []*outbox.Notification
 	// sending holds the slots: delivery actors whose request to the
 	// endpoint is under way. A slot is freed as soon as the request ends,
 	// before its result is committed: the bound is on the merchant's
@@ -137,13 +138,14 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 		e.sending, e.leased = map[string]bool{}, map[string]string{}
 		e.inFlight, e.busyOrders = map[string]string{}, map[string]bool{}
 		e.held = map[string]bool{}
-	case *persistence.Notification:
+	case *outbox.Notification:
 		if e.held[m.ID] {
 			return
 		}
 		e.held[m.ID] = true
 		e.queue = append(e.queue, m)
 		e.fill(ctx)
+		e.w.traceEvent("queued", m.ID)
 	case attemptSent:
 		e.requestEnded(m.id)
 		e.fill(ctx)
@@ -181,6 +183,7 @@ func (e *endpointActor) Receive(ctx actor.Context) {
 		// them in its mailbox. Running children are stopped by the restart
 		// and release theirs.
 		e.ending = true
+		e.w.traceEvent("restarting", e.key)
 		for _, n := range e.queue {
 			ctx.Send(ctx.Parent(), toEndpoint{n: n, endpoint: e.key})
 		}
@@ -220,6 +223,7 @@ func (e *endpointActor) fill(ctx actor.Context) {
 		e.leased[pid.Id] = n.ID
 		e.inFlight[pid.Id] = o
 		e.busyOrders[o] = true
+		e.w.traceEvent("started", n.ID)
 	}
 	clear(e.queue[len(kept):]) // drop the started ones' pointers
 	e.queue = kept
@@ -230,7 +234,7 @@ func (e *endpointActor) fill(ctx actor.Context) {
 // after a crash attempts the same delivery again.
 type deliveryActor struct {
 	w *Dispatcher
-	n *persistence.Notification
+	n *outbox.Notification
 }
 
 func (d *deliveryActor) Receive(ctx actor.Context) {
@@ -245,7 +249,7 @@ func (d *deliveryActor) Receive(ctx actor.Context) {
 
 // send makes one attempt at n and returns its result with the next due
 // time, to be replicated.
-func (w *Dispatcher) send(n *persistence.Notification) *command.NotifyUpdate {
+func (w *Dispatcher) send(n *outbox.Notification) *command.NotifyUpdate {
 	upd := &command.NotifyUpdate{ID: n.ID}
 	pk, key, ok := w.cfg.Keys(n.Merchant)
 	start := w.cfg.Now()
@@ -269,7 +273,7 @@ func (w *Dispatcher) send(n *persistence.Notification) *command.NotifyUpdate {
 }
 
 // commit replicates an attempt's result.
-func (w *Dispatcher) commit(n *persistence.Notification, upd *command.NotifyUpdate) {
+func (w *Dispatcher) commit(n *outbox.Notification, upd *command.NotifyUpdate) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := w.cfg.Proposer.Propose(ctx, &command.Cmd{Notify: upd}); err != nil {
@@ -302,7 +306,7 @@ func (w *Dispatcher) commit(n *persistence.Notification, upd *command.NotifyUpda
 // time always leaves the next at its offset (a schedule such as 10m,12m,14m
 // is kept as written). Every attempt is still made; the last may come after
 // the schedule's end by what the outage took.
-func NextAttemptAt(n *persistence.Notification, attemptAt time.Time, delays []time.Duration) int64 {
+func NextAttemptAt(n *outbox.Notification, attemptAt time.Time, delays []time.Duration) int64 {
 	first := n.FirstAttemptAt
 	if first == 0 {
 		first = attemptAt.UnixNano()
@@ -361,4 +365,11 @@ func attemptResult(a Attempt) attemptKind {
 		return attemptBadAnswer
 	}
 	return attemptOther
+}
+
+// traceEvent tells cfg.trace (tests only) of a step of the actor tree.
+func (w *Dispatcher) traceEvent(event, id string) {
+	if w.cfg.trace != nil {
+		w.cfg.trace(event, id)
+	}
 }

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paygate/gateway/persistence"
 	"github.com/paygate/gateway/transport/signature"
+	"github.com/paygate/gateway/transport/webhook/outbox"
 )
 
 // hangingEndpoint answers every endpoint at once except hang.test, which
@@ -168,7 +168,7 @@ func expectDueOrder(t *testing.T, f *fixture, got []string, prefix string, n int
 func waitDelivered(t *testing.T, f *fixture, orderID string, within time.Duration) {
 	t.Helper()
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if list, _ := f.store.Notifications("m1", orderID, 10); len(list) == 1 && list[0].State == persistence.NotifyDelivered {
+		if list, _ := f.store.Notifications("m1", orderID, 10); len(list) == 1 && list[0].State == outbox.Delivered {
 			return
 		}
 	}
@@ -196,7 +196,7 @@ func TestWebhooksHangingEndpointHoldsUpOnlyItsOwn(t *testing.T) {
 	for i := range 5 {
 		waitDelivered(t, f, fmt.Sprintf("ok%03d", i), 5*time.Second)
 	}
-	time.Sleep(200 * time.Millisecond) // scans go on passing over the backlog
+	waitScans(t, w, 2) // scans go on passing over the backlog
 	if p := peak(); p > room || p == 0 {
 		t.Fatalf("the hanging endpoint held %d notifications at most, want 1..%d", p, room)
 	}
@@ -226,14 +226,18 @@ func TestWebhooksOfferedWaitBehindAFullEndpoint(t *testing.T) {
 	w, _ := runWebhooks(t, f, DispatcherConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
 		PerEndpoint: 1, EndpointQueue: room, Poll: time.Hour, AttemptTimeout: 10 * time.Second})
 	peak := watchPeak(t, func() int { return queuedAt(w, "http://hang.test") })
-	time.Sleep(20 * time.Millisecond) // past the start-up scan
+	waitScans(t, w, 1) // past the start-up scan
 	for i := range orders {
 		id := fmt.Sprintf("fresh%03d", i)
 		createWithCallbackURL(t, f, id, "http://hang.test/hook")
 		w.Offer(waitNotifications(t, f, id))
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Every offer taken (handed out or left in the outbox), the endpoint full.
+	waitUntil(t, func() bool { return offersTaken(w) && queuedAt(w, "http://hang.test") == room },
+		func() string {
+			return fmt.Sprintf("the endpoint holds %d, want %d", queuedAt(w, "http://hang.test"), room)
+		})
 	if p := peak(); p != room {
 		t.Fatalf("the hanging endpoint held %d notifications at most, want %d", p, room)
 	}
@@ -283,7 +287,11 @@ func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 	}
 	lead(t, w)
 	peak := watchPeak(t, func() int { return queuedAt(w, "http://hang.test") })
-	time.Sleep(300 * time.Millisecond) // past an attempt's lease: the new leadership takes them over
+	// Past an attempt's lease the new leadership takes them over.
+	waitUntil(t, func() bool { return queuedAt(w, "http://hang.test") == room },
+		func() string {
+			return fmt.Sprintf("the new leadership holds %d, want %d", queuedAt(w, "http://hang.test"), room)
+		})
 	rx.answer()
 	for i := range orders {
 		waitDelivered(t, f, fmt.Sprintf("lead%03d", i), 10*time.Second)
@@ -315,13 +323,15 @@ func TestWebhooksEndpointActorCrashKeepsItsQueue(t *testing.T) {
 	const orders, room = 6, 4
 	createOrders(t, f, "crash", orders, "http://hang.test/hook")
 	rx := newHangingEndpoint(t)
+	ev := newTreeEvents()
 	w, _ := runWebhooks(t, f, DispatcherConfig{Attempt: rx.attempt, RetryDelays: []time.Duration{time.Hour},
-		PerEndpoint: 1, EndpointQueue: room, Poll: 20 * time.Millisecond, AttemptTimeout: 10 * time.Second})
+		PerEndpoint: 1, EndpointQueue: room, Poll: 20 * time.Millisecond, AttemptTimeout: 10 * time.Second,
+		trace: ev.trace})
 	waitFullAndSending(t, w, rx, room)
 	// A message the endpoint actor cannot handle: it panics, and its
 	// supervisor restarts it once the attempt under way has ended.
 	w.system.Root.Send(w.supervisor, toEndpoint{n: nil, endpoint: "http://hang.test"})
-	time.Sleep(20 * time.Millisecond)
+	ev.wait(t, "restarting", "http://hang.test")
 	rx.answer()
 	for i := range orders {
 		waitDelivered(t, f, fmt.Sprintf("crash%03d", i), 5*time.Second)
@@ -336,4 +346,12 @@ func TestWebhooksEndpointActorCrashKeepsItsQueue(t *testing.T) {
 		}
 	}
 	waitNoneCounted(t, w)
+}
+
+// offersTaken reports whether the dispatcher has taken every offered
+// notification (handed it out, or left it in the outbox for the scans).
+func offersTaken(w *Dispatcher) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.fresh) == 0
 }

@@ -31,6 +31,15 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
+// AppendStrings appends each of ss as AppendString does: a record's run of
+// string fields in one line, read back by Decoder.Strs in the same order.
+func AppendStrings(dst []byte, ss ...string) []byte {
+	for _, s := range ss {
+		dst = AppendString(dst, s)
+	}
+	return dst
+}
+
 // AppendBytes appends b with its length.
 func AppendBytes(dst, b []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(b)))
@@ -147,6 +156,13 @@ func (d *Decoder) Str() string {
 		}
 	}
 	return d.strSlow()
+}
+
+// Strs reads a run of strings into ps, in order: what AppendStrings wrote.
+func (d *Decoder) Strs(ps ...*string) {
+	for _, p := range ps {
+		*p = d.Str()
+	}
 }
 
 func (d *Decoder) strSlow() string {

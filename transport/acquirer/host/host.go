@@ -64,6 +64,9 @@ type Host struct {
 	ledger *ledger
 
 	faults atomic.Pointer[Faults]
+	// lastRefusal (Unix ns) rate-limits the refused-handshake log line
+	// (tls.go).
+	lastRefusal atomic.Int64
 
 	// adviceMu serialises captures and reversals from decision to ledger,
 	// so two captures of one authorisation cannot both fit its amount.
@@ -251,15 +254,23 @@ func (h *Host) Serve(ln net.Listener) error {
 			}
 			return err
 		}
-		if h.Faults().Down {
-			c.Close()
-			continue
-		}
-		h.mu.Lock()
-		h.conns[c] = struct{}{}
-		h.mu.Unlock()
-		go h.serveConn(c)
+		go h.ServeConn(c)
 	}
+}
+
+// ServeConn serves one connection until it ends: one a listener accepted,
+// or an in-memory one (link.Pipe) from a node that runs the host
+// in-process. A host that is down or closed closes it at once.
+func (h *Host) ServeConn(c net.Conn) {
+	h.mu.Lock()
+	if h.closed || h.Faults().Down {
+		h.mu.Unlock()
+		c.Close()
+		return
+	}
+	h.conns[c] = struct{}{}
+	h.mu.Unlock()
+	h.serveConn(c)
 }
 
 func (h *Host) isClosed() bool {
@@ -294,6 +305,9 @@ func (h *Host) serveConn(c net.Conn) {
 		h.mu.Unlock()
 		c.Close()
 	}()
+	if !h.handshake(c) { // tls.go
+		return
+	}
 	w := iso8583.NewFrameWriter(c)
 	r := iso8583.NewFrameReader(c)
 	inflight := make(chan struct{}, answersInFlightMax)

@@ -18,6 +18,7 @@ package link
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,7 +39,12 @@ type Config struct {
 	EchoIdle time.Duration // send an 0800 echo after this long without traffic; default 30s
 	Logger   *slog.Logger
 	Now      func() time.Time // default time.Now
-	// Dial opens the connection; default a TCP dial bounded by 5s.
+	// TLS, when set, makes the connection TLS (ClientTLS): the host's
+	// certificate is checked against its roots and the host of Addr
+	// (unless TLS.ServerName names another). Nil: plain TCP.
+	TLS *tls.Config
+	// Dial opens the connection; default a TCP dial (then the TLS
+	// handshake when TLS is set) bounded by 5s.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
@@ -99,10 +105,7 @@ func Dial(cfg Config) *Client {
 		cfg.Now = time.Now
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
-			d := net.Dialer{Timeout: 5 * time.Second}
-			return d.DialContext(ctx, "tcp", addr)
-		}
+		cfg.Dial = dialer(cfg.TLS)
 	}
 	c := &Client{cfg: cfg, up: make(chan struct{}), pending: map[string]*call{},
 		closed: make(chan struct{}), done: make(chan struct{})}
@@ -357,9 +360,21 @@ func (c *Client) loop() {
 	}
 }
 
+// dialer is the default Dial: TCP, then TLS when tlsCfg is set, the two
+// bounded together by dialTimeout.
+func dialer(tlsCfg *tls.Config) func(ctx context.Context, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: dialTimeout}
+	if tlsCfg == nil {
+		return func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
+	td := &tls.Dialer{NetDialer: d, Config: tlsCfg}
+	return func(ctx context.Context, addr string) (net.Conn, error) { return td.DialContext(ctx, "tcp", addr) }
+}
+
 const (
-	backoffMin = 50 * time.Millisecond
-	backoffMax = 5 * time.Second
+	dialTimeout = 5 * time.Second
+	backoffMin  = 50 * time.Millisecond
+	backoffMax  = 5 * time.Second
 )
 
 func (c *Client) setConn(conn net.Conn) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/paygate/gateway/internal/syncbuf"
 	"github.com/paygate/gateway/transport/acquirer"
 	"github.com/paygate/gateway/transport/acquirer/host"
 )
@@ -394,7 +395,7 @@ func BenchmarkAuthorize(b *testing.B) {
 // timeout, a malformed frame and a lost connection, logged at debug level
 // on both sides, holds no card number and no CVV.
 func TestLogsHoldNoCardData(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	dir := t.TempDir()
 	h, err := host.Open(host.Config{DataDir: dir, Logger: logger})
@@ -442,21 +443,4 @@ func TestLogsHoldNoCardData(t *testing.T) {
 	if len(ledger) == 0 || strings.Contains(string(ledger), acquirer.CardVisaApproved) {
 		t.Fatalf("ledger empty or holding card data:\n%s", ledger)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -17,6 +17,11 @@ import (
 // transport/wallet) signs them at it and the tests decrypt them at it.
 var KATNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
+// KATClock is a clock stopped at d after KATNow, for a config's Now.
+func KATClock(d time.Duration) func() time.Time {
+	return func() time.Time { return KATNow.Add(d) }
+}
+
 // ReadFile reads a file of the calling package's testdata folder.
 func ReadFile(t testing.TB, name string) []byte {
 	t.Helper()

@@ -5,11 +5,14 @@
 package tokenmakertest
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/paygate/gateway/transport/wallet"
+	"github.com/paygate/gateway/transport/wallet/internal/wallettest"
 	"github.com/paygate/gateway/transport/wallet/tokenmaker"
 )
 
@@ -65,6 +68,87 @@ type Decoder[C, T any] struct {
 	Decrypt func(C, T) (*wallet.Payment, error)
 }
 
+// ConfigOf is the config a node makes of ds, failing the test when it
+// cannot.
+func (d Decoder[C, T]) ConfigOf(t testing.TB, ds *tokenmaker.DevSet) C {
+	t.Helper()
+	return Config(t, func() (C, error) { return d.Config(ds) })
+}
+
+// Fixture is the committed development set and the config a node makes of
+// it: where most of the wallets' tests start.
+func (d Decoder[C, T]) Fixture(t testing.TB) (*tokenmaker.DevSet, C) {
+	t.Helper()
+	ds := DevSet(t)
+	return ds, d.ConfigOf(t, ds)
+}
+
+// KnownAnswers decrypts each committed token under cfg and checks that it
+// gives the payment wanted (its times compared as instants); also, when
+// set, checks what else a wallet knows of its fixtures.
+func (d Decoder[C, T]) KnownAnswers(t *testing.T, cfg C, cases []KnownAnswer, also func(t *testing.T, tok T)) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.File, func(t *testing.T) {
+			tok := d.ReadToken(t, c.File)
+			p, err := d.Decrypt(cfg, tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := *p
+			for _, tm := range []struct {
+				name string
+				got  *time.Time
+				want time.Time
+			}{{"signing time", &got.SigningTime, c.Want.SigningTime}, {"message expiration", &got.MessageExpiration, c.Want.MessageExpiration}} {
+				if !tm.got.Equal(tm.want) {
+					t.Errorf("%s %s, want %s", tm.name, *tm.got, tm.want)
+				}
+				*tm.got = tm.want
+			}
+			if got != c.Want {
+				t.Errorf("got  %#v\nwant %#v", got, c.Want)
+			}
+			if also != nil {
+				also(t, tok)
+			}
+		})
+	}
+}
+
+// Refuses checks that the token make returns, decrypted under the config
+// it returns with it, fails with want: no payment, and an error that names
+// neither the card number nor a key.
+func (d Decoder[C, T]) Refuses(t *testing.T, make func(*testing.T) (T, C), want error) {
+	t.Helper()
+	tok, cfg := make(t)
+	p, err := d.Decrypt(cfg, tok)
+	if !errors.Is(err, want) {
+		t.Fatalf("err = %v, want %v (payment %v)", err, want, p)
+	}
+	if p != nil {
+		t.Fatal("payment returned with an error")
+	}
+	t.Log(err)
+	if msg := err.Error(); strings.Contains(msg, PAN) || strings.Contains(msg, "BEGIN") {
+		t.Fatalf("error leaks data: %s", msg)
+	}
+}
+
+// KnownAnswer is a committed token (a file of testdata) and the payment it
+// decrypts to.
+type KnownAnswer struct {
+	File string
+	Want wallet.Payment
+}
+
+// ReadToken reads a committed token (JSON) from the calling package's
+// testdata.
+func (d Decoder[C, T]) ReadToken(t testing.TB, name string) T {
+	t.Helper()
+	return wallettest.ReadJSON[T](t, name)
+}
+
 // Make makes a token of ds, failing the test when it cannot.
 func (d Decoder[C, T]) Make(t testing.TB, ds *tokenmaker.DevSet, version string, in tokenmaker.PaymentInput) T {
 	t.Helper()
@@ -89,7 +173,7 @@ func (d Decoder[C, T]) DecryptsWith(t *testing.T, ds *tokenmaker.DevSet, cfg C, 
 // replayed token is the caller's to refuse).
 func (d Decoder[C, T]) DecryptsTwice(t *testing.T, ds *tokenmaker.DevSet, version string, in tokenmaker.PaymentInput, prefix string) *wallet.Payment {
 	t.Helper()
-	cfg := Config(t, func() (C, error) { return d.Config(ds) })
+	cfg := d.ConfigOf(t, ds)
 	tok := d.Make(t, ds, version, in)
 	p1, err1 := d.Decrypt(cfg, tok)
 	p2, err2 := d.Decrypt(cfg, tok)

@@ -1,0 +1,69 @@
+package persistence
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/paygate/gateway/persistence/command"
+)
+
+// An operator is added once; a session starts only for a live operator;
+// disabling keeps the record (and refuses new sessions); sign-out deletes
+// the session. Every refusal is a result, the same on every replica.
+func TestOperatorsAndSessions(t *testing.T) {
+	ts := newTestStore(t)
+	add := &command.Operator{Email: "ann@example.com", Role: "support", PasswordHash: "$argon2id$x", CreatedAt: 1}
+	res := ts.apply(1, &command.Cmd{Operator: add}, &command.Cmd{Operator: add})
+	if res[0].Err != nil || !errors.Is(res[1].Err, ErrOperatorExists) {
+		t.Fatalf("add twice: %v, %v", res[0].Err, res[1].Err)
+	}
+	sess := &command.Session{TokenHash: "h1", Email: "ann@example.com", CreatedAt: 2, ExpiresAt: 3}
+	ghost := &command.Session{TokenHash: "h2", Email: "nobody@example.com", CreatedAt: 2, ExpiresAt: 3}
+	res = ts.apply(2, &command.Cmd{Session: sess}, &command.Cmd{Session: ghost})
+	if res[0].Err != nil || !errors.Is(res[1].Err, ErrNoOperator) {
+		t.Fatalf("sessions: %v, %v", res[0].Err, res[1].Err)
+	}
+	if got, err := ts.Session("h1"); err != nil || got == nil || *got != *sess {
+		t.Fatalf("session h1: %+v %v", got, err)
+	}
+	if got, _ := ts.Session("h2"); got != nil {
+		t.Fatalf("a session for no operator was stored: %+v", got)
+	}
+	res = ts.apply(3, &command.Cmd{Operator: &command.Operator{Email: "ann@example.com", Disable: true, DisabledAt: 9}},
+		&command.Cmd{Operator: &command.Operator{Email: "bob@example.com", Disable: true, DisabledAt: 9}},
+		&command.Cmd{Session: &command.Session{TokenHash: "h3", Email: "ann@example.com", ExpiresAt: 10}})
+	if res[0].Err != nil || !errors.Is(res[1].Err, ErrNoOperator) || !errors.Is(res[2].Err, ErrOperatorDisabled) {
+		t.Fatalf("disable: %v, %v, %v", res[0].Err, res[1].Err, res[2].Err)
+	}
+	ops, err := ts.Operators()
+	if err != nil || len(ops) != 1 || ops[0].DisabledAt != 9 || ops[0].Role != "support" || ops[0].PasswordHash != "$argon2id$x" {
+		t.Fatalf("operators after disable: %+v %v", ops, err)
+	}
+	if r := ts.apply(4, &command.Cmd{Operator: add}); !errors.Is(r[0].Err, ErrOperatorExists) {
+		t.Fatalf("a disabled email added again: %v", r[0].Err)
+	}
+	ts.apply(5, &command.Cmd{Session: &command.Session{TokenHash: "h1", End: true}})
+	ts.reopen()
+	if got, _ := ts.Session("h1"); got != nil {
+		t.Fatalf("an ended session is still stored: %+v", got)
+	}
+}
+
+// Expired sessions are listed for the leader to delete; live ones are not.
+func TestExpiredSessions(t *testing.T) {
+	ts := newTestStore(t)
+	ts.apply(1, &command.Cmd{Operator: &command.Operator{Email: "ann@example.com", Role: "admin", PasswordHash: "h", CreatedAt: 1}})
+	for i, exp := range []int64{10, 20, 30} {
+		ts.apply(uint64(2+i), &command.Cmd{Session: &command.Session{TokenHash: string(rune('a' + i)), Email: "ann@example.com", ExpiresAt: exp}})
+	}
+	for _, tc := range []struct {
+		before int64
+		limit  int
+		want   int
+	}{{10, 10, 0}, {11, 10, 1}, {31, 10, 3}, {31, 2, 2}} {
+		got, err := ts.ExpiredSessions(tc.before, tc.limit)
+		if err != nil || len(got) != tc.want {
+			t.Errorf("ExpiredSessions(%d, %d) = %v, %v; want %d", tc.before, tc.limit, got, err, tc.want)
+		}
+	}
+}

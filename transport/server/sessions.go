@@ -1,0 +1,386 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/valyala/fasthttp"
+
+	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/persistence/command"
+	"github.com/paygate/gateway/transport/apierr"
+	"github.com/paygate/gateway/transport/operator"
+)
+
+// Auth is the node's operator.Authenticator: operators sign in here, from
+// the dashboard (a Go call) or the admin API (POST /admin/v1/sessions).
+//
+// Passwords are checked, attempts counted and sessions proposed on the
+// leader: a follower sends the attempt over the cluster port
+// (/peer/v1/sign-in, mutual TLS) and waits until it has applied the new
+// session itself, so the next page it serves knows it. A session is a
+// replicated record holding the SHA-256 of its token, so any node checks a
+// token from its own applied state and a session outlives its leader.
+// Every attempt is an audit record, durable before SignIn returns.
+type Auth struct {
+	s       *Server
+	limiter *operator.Limiter
+	// refusals bounds the audit records of rate-limited attempts (see
+	// refusalBurst): a client hammering sign-in must not fill the log.
+	refusals *operator.Limiter
+}
+
+var _ operator.Authenticator = (*Auth)(nil)
+
+// A rate-limited attempt is recorded at most refusalBurst times at once
+// per email and source IP, then once a minute; attempts beyond that are
+// refused all the same, and counted in the node's log only.
+const (
+	refusalBurst    = 3
+	refusalInterval = time.Minute
+)
+
+func newAuth(s *Server) *Auth {
+	return &Auth{s: s, limiter: operator.NewLimiter(),
+		refusals: operator.NewLimiterWith(refusalBurst, refusalInterval, refusalBurst, refusalInterval)}
+}
+
+// Authenticator is the node's Auth, for the dashboard.
+func (s *Server) Authenticator() *Auth { return s.auth }
+
+// Audit outcomes of a sign-in.
+const (
+	signInOK          = "ok"
+	signInFailed      = "failed"
+	signInRateLimited = "rate_limited"
+)
+
+// SignIn implements operator.Authenticator.
+func (a *Auth) SignIn(email, password, sourceIP string, now time.Time) (string, operator.Session, error) {
+	c := a.s.cfg.Cluster
+	if c == nil {
+		return "", operator.Session{}, errNoLeader
+	}
+	if c.Route().Self {
+		return a.signInHere(email, password, sourceIP, now)
+	}
+	var out signInAnswer
+	status, err := a.s.callLeader("/peer/v1/sign-in", signInRequest{Email: email, Password: password}, sourceIP, &out)
+	switch {
+	case err != nil:
+		return "", operator.Session{}, err
+	case status == 401:
+		return "", operator.Session{}, operator.ErrBadCredentials
+	case status == 429:
+		return "", operator.Session{}, operator.ErrRateLimited
+	case status != 200:
+		return "", operator.Session{}, fmt.Errorf("%w: the leader answered the sign-in with %d", errNoLeader, status)
+	}
+	// Read-your-writes: the leader applied the session; wait (bounded) for
+	// this node to, so the caller's next request here finds it.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if sess, ok := a.Session(out.Token, now); ok {
+			return out.Token, sess, nil
+		}
+		if time.Now().After(deadline) {
+			return "", operator.Session{}, fmt.Errorf("%w: this node has not applied the new session yet; retry", errNoLeader)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// errNoLeader is the failure of a sign-in or sign-out this node could not
+// get decided by a leader (the admin API answers 503 6.02).
+var errNoLeader = errors.New("no leader could take the request")
+
+// signInHere is SignIn on the leader.
+func (a *Auth) signInHere(email, password, sourceIP string, now time.Time) (string, operator.Session, error) {
+	norm, valid := operator.NormalizeEmail(email)
+	actor := norm
+	if !valid {
+		actor = auditActorOf(email)
+	}
+	record := func(result string) error {
+		return a.s.writeAudit(persistence.AuditRecord{Actor: actor, Action: "sign-in", Target: "operator:" + actor,
+			SourceIP: sourceIP, Result: result})
+	}
+	if !a.limiter.Allow(actor, sourceIP, now) {
+		if a.refusals.Allow(actor, sourceIP, now) {
+			if err := record(signInRateLimited); err != nil {
+				return "", operator.Session{}, err
+			}
+		} else {
+			a.s.cfg.Logger.Warn("sign-in refused by the rate limit, not audited (too many)", "source_ip", sourceIP)
+		}
+		return "", operator.Session{}, operator.ErrRateLimited
+	}
+	var op *command.Operator
+	if valid {
+		var err error
+		if op, err = a.s.cfg.Store.Operator(norm); err != nil {
+			return "", operator.Session{}, err
+		}
+	}
+	ok := false
+	if op == nil || op.DisabledAt != 0 {
+		operator.VerifyDecoy(password) // the same time as a wrong password
+	} else {
+		var err error
+		if ok, err = operator.VerifyPassword(op.PasswordHash, password); err != nil {
+			a.s.cfg.Logger.Error("operator's stored password hash unreadable", "operator", norm, "error", err)
+		}
+	}
+	if !ok {
+		if err := record(signInFailed); err != nil {
+			return "", operator.Session{}, err
+		}
+		return "", operator.Session{}, operator.ErrBadCredentials
+	}
+	token, err := operator.NewToken()
+	if err != nil {
+		return "", operator.Session{}, err
+	}
+	rec := &command.Session{TokenHash: operator.TokenHash(token), Email: norm, CreatedAt: now.UnixNano(),
+		ExpiresAt: now.Add(operator.SessionLifetime).UnixNano()}
+	res, err := a.s.cfg.Cluster.Propose(context.Background(), &command.Cmd{Session: rec})
+	if err == nil {
+		err = res.Err
+	}
+	if errors.Is(err, persistence.ErrOperatorDisabled) || errors.Is(err, persistence.ErrNoOperator) {
+		// Disabled between the read and the proposal.
+		if err := record(signInFailed); err != nil {
+			return "", operator.Session{}, err
+		}
+		return "", operator.Session{}, operator.ErrBadCredentials
+	}
+	if err != nil {
+		return "", operator.Session{}, err
+	}
+	if err := record(signInOK); err != nil {
+		// No answer without its record: end the session just made.
+		a.endSession(rec.TokenHash, sourceIP)
+		return "", operator.Session{}, err
+	}
+	return token, operator.Session{Email: norm, Role: operator.Role(op.Role), CSRF: operator.CSRFToken(token),
+		Expires: time.Unix(0, rec.ExpiresAt)}, nil
+}
+
+// auditActorOf is what an audit record names for a sign-in whose email is
+// not an address: the text, cut to an address's length, valid UTF-8.
+func auditActorOf(email string) string {
+	email = strings.ToValidUTF8(email, "?")
+	for len(email) > 254 {
+		_, size := utf8.DecodeLastRuneInString(email)
+		email = email[:len(email)-size]
+	}
+	return email
+}
+
+// Session implements operator.Authenticator from this node's applied
+// state: the token's record, not expired at now, its operator not
+// disabled. The role is the operator's now.
+func (a *Auth) Session(token string, now time.Time) (operator.Session, bool) {
+	if !operator.IsToken(token) {
+		return operator.Session{}, false
+	}
+	rec, err := a.s.cfg.Store.Session(operator.TokenHash(token))
+	if err != nil || rec == nil || now.UnixNano() >= rec.ExpiresAt {
+		return operator.Session{}, false
+	}
+	op, err := a.s.cfg.Store.Operator(rec.Email)
+	if err != nil || op == nil || op.DisabledAt != 0 || !operator.Role(op.Role).Valid() {
+		return operator.Session{}, false
+	}
+	return operator.Session{Email: op.Email, Role: operator.Role(op.Role), CSRF: operator.CSRFToken(token),
+		Expires: time.Unix(0, rec.ExpiresAt)}, true
+}
+
+// SignOut implements operator.Authenticator: the session's record is
+// deleted on every replica (on the leader, or asked of it). Signing out a
+// token that has no session is not an error. Its audit record has no
+// source IP; SignOutFrom names one.
+func (a *Auth) SignOut(token string) error { return a.SignOutFrom(token, "") }
+
+// SignOutFrom is SignOut of a request from sourceIP (its audit record's).
+func (a *Auth) SignOutFrom(token, sourceIP string) error {
+	return a.endSession(operator.TokenHash(token), sourceIP)
+}
+
+func (a *Auth) endSession(hash, sourceIP string) error {
+	c := a.s.cfg.Cluster
+	if c == nil {
+		return errNoLeader
+	}
+	if c.Route().Self {
+		rec, _ := a.s.cfg.Store.Session(hash)
+		res, err := c.Propose(context.Background(), &command.Cmd{Session: &command.Session{TokenHash: hash, End: true}})
+		if err == nil {
+			err = res.Err
+		}
+		if err == nil && rec != nil {
+			err = a.s.writeAudit(persistence.AuditRecord{Actor: rec.Email, Action: "sign-out",
+				Target: "operator:" + rec.Email, SourceIP: sourceIP, Result: signInOK})
+		}
+		return err
+	}
+	status, err := a.s.callLeader("/peer/v1/sign-out", signOutRequest{TokenHash: hash}, sourceIP, nil)
+	if err == nil && status != 200 {
+		err = fmt.Errorf("%w: the leader answered the sign-out with %d", errNoLeader, status)
+	}
+	return err
+}
+
+type signInRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+type signInAnswer struct {
+	Token     string `json:"token"`
+	Email     string `json:"email"`
+	Role      string `json:"role"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+type signOutRequest struct {
+	TokenHash string `json:"token_hash"`
+}
+
+// serveSessions is the admin API's sign-in and sign-out:
+//
+//	POST /admin/v1/sessions {"email","password"} → {"token","email","role","expires_at"}
+//	POST /admin/v1/sessions/end  Authorization: Bearer <session token>
+//
+// They need no admin credential (the password is one); sign-in has its own
+// rate limit and audit records.
+func (s *Server) serveSessions(ctx *fasthttp.RequestCtx, route string) {
+	if !ctx.IsPost() {
+		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST"))
+		return
+	}
+	if route == "sessions/end" {
+		token, _ := strings.CutPrefix(string(ctx.Request.Header.Peek("Authorization")), "Bearer ")
+		if _, ok := s.auth.Session(token, s.cfg.Now()); !ok {
+			writeError(ctx, apierr.New(apierr.AdminAuth, "authorization", "session token missing, unknown or expired"))
+			return
+		}
+		if err := s.auth.SignOutFrom(token, ctx.RemoteIP().String()); err != nil {
+			writeError(ctx, s.errorFor("sign out", err))
+			return
+		}
+		writeJSON(ctx, 200, map[string]string{"status": "signed out"})
+		return
+	}
+	var req signInRequest
+	if err := json.Unmarshal(ctx.PostBody(), &req, json.RejectUnknownMembers(true)); err != nil {
+		writeError(ctx, apierr.New(apierr.BadBody, "body", `body must be a JSON object {"email","password"}`))
+		return
+	}
+	s.answerSignIn(ctx, func() (string, operator.Session, error) {
+		return s.auth.SignIn(req.Email, req.Password, ctx.RemoteIP().String(), s.cfg.Now())
+	})
+}
+
+// answerSignIn writes the answer of a sign-in.
+func (s *Server) answerSignIn(ctx *fasthttp.RequestCtx, signIn func() (string, operator.Session, error)) {
+	token, sess, err := signIn()
+	switch {
+	case errors.Is(err, operator.ErrBadCredentials):
+		writeError(ctx, apierr.New(apierr.SignInFailed, "credentials", "email or password wrong, or operator disabled"))
+	case errors.Is(err, operator.ErrRateLimited):
+		ctx.Response.Header.Set("Retry-After", "60")
+		writeError(ctx, apierr.New(apierr.SignInLimited, "credentials", "too many sign-in attempts; wait and try again"))
+	case errors.Is(err, errNoLeader):
+		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "no leader could take the sign-in; retry"))
+	case err != nil:
+		writeError(ctx, s.errorFor("sign in", err))
+	default:
+		writeJSON(ctx, 200, signInAnswer{Token: token, Email: sess.Email, Role: string(sess.Role),
+			ExpiresAt: sess.Expires.UTC().Format(time.RFC3339)})
+	}
+}
+
+// peerSignIn is /peer/v1/sign-in: a follower's SignIn, decided here (the
+// leader) for the client address it names.
+func (s *Server) peerSignIn(ctx *fasthttp.RequestCtx) {
+	if !s.cfg.Cluster.Route().Self {
+		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "this node is not the leader"))
+		return
+	}
+	var req signInRequest
+	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
+		writeError(ctx, apierr.New(apierr.BadBody, "body", "sign-in body"))
+		return
+	}
+	s.answerSignIn(ctx, func() (string, operator.Session, error) {
+		return s.auth.signInHere(req.Email, req.Password, sourceIP(ctx), s.cfg.Now())
+	})
+}
+
+// peerSignOut is /peer/v1/sign-out: a follower's SignOut.
+func (s *Server) peerSignOut(ctx *fasthttp.RequestCtx) {
+	var req signOutRequest
+	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil || req.TokenHash == "" {
+		writeError(ctx, apierr.New(apierr.BadBody, "body", "sign-out body"))
+		return
+	}
+	if !s.cfg.Cluster.Route().Self {
+		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "this node is not the leader"))
+		return
+	}
+	if err := s.auth.endSession(req.TokenHash, sourceIP(ctx)); err != nil {
+		writeError(ctx, s.errorFor("sign out", err))
+		return
+	}
+	writeJSON(ctx, 200, map[string]string{"status": "signed out"})
+}
+
+// callLeader POSTs body as JSON to path on the leader's peer service (the
+// cluster port) and decodes a 200 answer into out. clientIP, if any, is
+// the address the leader's audit record names.
+func (s *Server) callLeader(path string, body any, clientIP string, out any) (int, error) {
+	route := s.cfg.Cluster.Route()
+	if route.LeaderRaft == "" {
+		return 0, fmt.Errorf("%w: no leader", errNoLeader)
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + route.LeaderRaft + path)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.Set(ForwardedHeader, s.cfg.Cluster.SelfMember().NodeID)
+	if clientIP != "" {
+		req.Header.Set(clientIPHeader, clientIP)
+	}
+	req.SetBody(data)
+	if err := s.fwd.client.DoTimeout(req, resp, s.fwd.timeout); err != nil {
+		return 0, fmt.Errorf("%w: %v", errNoLeader, err)
+	}
+	if resp.StatusCode() == 200 && out != nil {
+		if err := json.Unmarshal(resp.Body(), out); err != nil {
+			return 0, fmt.Errorf("the leader's answer to %s: %w", path, err)
+		}
+	}
+	return resp.StatusCode(), nil
+}
+
+// Record writes the audit record of a dashboard action (actor: the
+// operator's email; result: what came of it, e.g. "200" or "403 1.02") and
+// returns once it is committed, on the leader or asked of it. A dashboard
+// must not show an action as done when this fails.
+func (a *Auth) Record(actor, action, target, sourceIP, result string) error {
+	return a.s.writeAudit(persistence.AuditRecord{Actor: actor, Action: action, Target: target,
+		SourceIP: sourceIP, Result: result})
+}
