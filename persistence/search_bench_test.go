@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -105,9 +106,12 @@ func benchmarkSearch(b *testing.B, n int) {
 // blocks into Pebble's block cache, which is where a running node's orders
 // are. SEARCH_BENCH_COLD=1 measures the stores as loaded instead, every
 // block still only in the files (a node that has written its orders and
-// never read them since).
+// never read them since); SEARCH_BENCH_WARM_ALL=1 compacts them and reads
+// every order and index block once after reopening (a node whose whole
+// store has been read since it started).
 //
 //	go test -run '^$' -bench SearchSizes -benchtime 20000x -timeout 60m ./persistence/
+//	SEARCH_BENCH_WARM_ALL=1 go test -run '^$' -bench SearchSizes -benchtime 20000x -timeout 60m ./persistence/
 //	SEARCH_BENCH_COLD=1 go test -run '^$' -bench SearchSizes -benchtime 20000x -timeout 60m ./persistence/
 func BenchmarkSearchSizes(b *testing.B) {
 	spec := os.Getenv("SEARCH_BENCH_SIZES")
@@ -241,5 +245,17 @@ func loadSearchStore(b *testing.B, n int) *Store {
 	}
 	b.Cleanup(func() { s.Close() })
 	s.loading.Wait() // the background scan of the orders
+	if os.Getenv("SEARCH_BENCH_WARM_ALL") != "" {
+		// Compacted, then every order and index block read once: a node
+		// whose whole store has been read since it started.
+		if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
+			b.Fatal(err)
+		}
+		for _, prefix := range []string{prefixOrder, prefixSearch} {
+			if err := s.scan([]byte(prefix), prefixEnd(prefix), func(_, _ []byte) bool { return true }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	return s
 }

@@ -72,10 +72,11 @@ var keyApplied = []byte(prefixMeta + "applied")
 // small store never pays for a large cache.
 const (
 	// DefaultBlockCacheBytes is the block cache's room for blocks when the
-	// node's --cache-size-mib is not set: the orders of a million-order
-	// store (~300 B each) and their index blocks fit in it, so searching
-	// any part of the history reads no file (docs/performance.md).
-	DefaultBlockCacheBytes = 512 << 20
+	// node's --cache-size-mib is not set: every block of a million-order
+	// store (its orders and search indexes, ~600 MiB in the cache) fits in
+	// it, so searching any part of the history, once read, reads no file
+	// (docs/performance.md, "Order search").
+	DefaultBlockCacheBytes = 1 << 30
 	memTableBytes          = 64 << 20
 	// orderCacheEntries bounds the decoded-order cache (~1-2 KiB each).
 	orderCacheEntries = 100_000
