@@ -13,6 +13,7 @@ import (
 	"github.com/paygate/gateway/actors"
 	"github.com/paygate/gateway/cluster"
 	"github.com/paygate/gateway/internal/netaddr"
+	"github.com/paygate/gateway/persistence"
 )
 
 // Config is a node's configuration (contract section 10).
@@ -90,6 +91,10 @@ type Config struct {
 	SnapshotInterval  time.Duration // how often raft checks the threshold; 0 = default
 	SnapshotRateMiB   int64         // MiB/s a snapshot is written at; 0 = unbounded
 	WALSegmentBytes   int           // raft-wal segment size; 0 = 64 MiB
+	// CacheSizeMiB is Pebble's block cache for blocks (--cache-size-mib;
+	// the memtables' reservation comes on top): what searches deep in the
+	// history read from memory instead of the files.
+	CacheSizeMiB int64
 
 	// acquirer, set only by this package's tests, replaces the acquirer
 	// link (and the in-process host) with a function call: the A/B
@@ -132,6 +137,7 @@ func Defaults() Config {
 		// Pebble's flushes; at 32 MiB/s a million orders (1.4 GB) take 45 s
 		// in the background (docs/performance.md).
 		SnapshotRateMiB: 32,
+		CacheSizeMiB:    persistence.DefaultBlockCacheBytes >> 20,
 	}
 }
 
@@ -234,6 +240,9 @@ func (c *Config) checkNotNegative() error {
 	}
 	if c.SnapshotRateMiB < 0 {
 		return errors.New("--raft-snapshot-rate-mib must not be negative (0: unbounded)")
+	}
+	if c.CacheSizeMiB < 0 {
+		return errors.New("--cache-size-mib must not be negative (0: the default)")
 	}
 	if c.WALSegmentBytes < 0 {
 		return errors.New("--raft-wal-segment-bytes must not be negative (0: 64 MiB)")

@@ -50,7 +50,9 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// browser is one headless Chromium; each test gets its own tab.
+// browser is one headless Chromium; each test gets its own tab (in a
+// browser context of its own, with its own cookies, when given
+// chromedp.WithNewBrowserContext()).
 type browser struct {
 	ctx context.Context
 }
@@ -109,9 +111,9 @@ document.addEventListener("securitypolicyviolation", function (e) {
   window.__csp.push(e.violatedDirective + " " + e.blockedURI);
 });`
 
-func (b *browser) tab(t *testing.T) *tab {
+func (b *browser) tab(t *testing.T, opts ...chromedp.ContextOption) *tab {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx)
+	ctx, cancel := chromedp.NewContext(b.ctx, opts...)
 	t.Cleanup(cancel)
 	tb := &tab{t: t, ctx: ctx}
 	// A phone's viewport: the pages must work at 390 CSS pixels.

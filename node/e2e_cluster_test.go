@@ -578,6 +578,21 @@ func TestClusterJoinCannotTakeALiveMembersPlace(t *testing.T) {
 			t.Fatalf("%s's raft did not stop after its removal: %+v %v", leader.ID, s, err)
 		}
 	}
+	// The removal answered 200, so it is in the audit log, though the node
+	// that served it was out of the cluster when it wrote the record.
+	var audit struct {
+		Records []struct{ Action, Target, Result string } `json:"records"`
+	}
+	if _, err := next.Admin("GET", "/admin/v1/audit?limit=1000", "", &audit); err != nil {
+		t.Fatal(err)
+	}
+	recorded := false
+	for _, r := range audit.Records {
+		recorded = recorded || r.Action == "POST /admin/v1/cluster/remove" && r.Result == "200"
+	}
+	if !recorded {
+		t.Fatalf("the leader's removal of itself is not in the audit log: %+v", audit.Records)
+	}
 	body = fmt.Sprintf(`{"node_id":%q,"raft_addr":%q,"http_addr":%q}`, leader.ID, leader.RaftAddr, leader.HTTPAddr)
 	if st, err := next.Admin("POST", "/admin/v1/cluster/join", body, nil); st != 409 || !strings.Contains(err.Error(), "left the cluster") {
 		t.Fatalf("join of the removed %s as it is: %d %v, want 409", leader.ID, st, err)

@@ -114,7 +114,8 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	n.legacyHashKey = derive(oldestKEK, "request-hash") // hashkey.go
-	if n.store, err = persistence.Open(filepath.Join(cfg.DataDir, "state"), logger); err != nil {
+	if n.store, err = persistence.OpenSized(filepath.Join(cfg.DataDir, "state"), logger,
+		persistence.Options{BlockCacheBytes: cfg.CacheSizeMiB << 20}); err != nil {
 		return nil, err
 	}
 	if cfg.RestoreFile != "" {
@@ -203,6 +204,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		Wallets: wallets, Forms: n.forms(), VaultCount: n.CountUnderPrevious,
 		DialPeer: dialPeer, PKI: n.pki,
 	})
+	n.mountDashboard(logger)                          // dashboard.go
 	if n.listener, err = n.listenHTTP(); err != nil { // httptls.go
 		return nil, err
 	}

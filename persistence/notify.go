@@ -159,6 +159,22 @@ func (s *Store) PendingNotificationCount() (int, error) {
 // Notifications lists a merchant's notifications, optionally for one order.
 // It scans the outbox: an operator's view, not a hot path.
 func (s *Store) Notifications(merchant, orderID string, limit int) ([]*outbox.Notification, error) {
+	return s.notificationsWhere(func(n *outbox.Notification) bool {
+		return (merchant == "" || n.Merchant == merchant) && (orderID == "" || n.OrderID == orderID)
+	}, limit)
+}
+
+// FailedNotifications lists up to limit notifications that used up their
+// retries (the back office's list to act on). It scans the outbox, as
+// Notifications does: failed ones are kept until redelivered, delivered
+// ones only for the retention period.
+func (s *Store) FailedNotifications(limit int) ([]*outbox.Notification, error) {
+	return s.notificationsWhere(func(n *outbox.Notification) bool { return n.State == outbox.Failed }, limit)
+}
+
+// notificationsWhere lists up to limit notifications match accepts, with
+// their bodies.
+func (s *Store) notificationsWhere(match func(*outbox.Notification) bool, limit int) ([]*outbox.Notification, error) {
 	var out []*outbox.Notification
 	var derr error
 	// The records and their bodies from one snapshot, as in Notification.
@@ -170,7 +186,7 @@ func (s *Store) Notifications(merchant, orderID string, limit int) ([]*outbox.No
 			derr = err
 			return false
 		}
-		if (merchant == "" || n.Merchant == merchant) && (orderID == "" || n.OrderID == orderID) {
+		if match(n) {
 			out = append(out, n)
 		}
 		return len(out) < limit

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -403,42 +404,98 @@ func (s *Store) SearchOrders(f SearchFilter) (SearchPage, error) {
 			lo = from
 		}
 	}
-	var page SearchPage
-	var last []byte // the suffix of the last key read
-	read, more := 0, false
-	var ferr error
-	err = s.scan(lo, p.hi, func(k, _ []byte) bool {
-		if len(page.Orders) == f.Limit || read == searchReadBudget {
-			more = true
-			return false
-		}
-		read++
-		suffix := k[len(p.prefix):]
-		last = append(last[:0], suffix...)
-		ref := splitRef(suffix[8:])
-		if !strings.HasPrefix(ref.OrderID, f.OrderIDPrefix) {
-			return true
-		}
-		o, err := s.GetOrder(ref.Merchant, ref.OrderID)
-		if err != nil {
-			ferr = err
-			return false
-		}
-		if o != nil && f.matches(o) {
-			page.Orders = append(page.Orders, o)
-		}
-		return true
-	})
-	if err == nil {
-		err = ferr
-	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: p.hi})
 	if err != nil {
 		return SearchPage{}, err
 	}
-	if more {
+	var page SearchPage
+	var last []byte // the suffix of the last key read
+	read := 0
+	refs := make([]OrderRef, 0, f.Limit)
+	valid := it.First()
+	for valid && len(page.Orders) < f.Limit && read < searchReadBudget {
+		// The keys of as many orders as the page has room for: each adds
+		// at most one, so the page never overfills, and they are then read
+		// together (readOrders).
+		refs = refs[:0]
+		for ; valid && len(refs) < f.Limit-len(page.Orders) && read < searchReadBudget; valid = it.Next() {
+			read++
+			suffix := it.Key()[len(p.prefix):]
+			last = append(last[:0], suffix...)
+			if ref := splitRef(suffix[8:]); strings.HasPrefix(ref.OrderID, f.OrderIDPrefix) {
+				refs = append(refs, ref)
+			}
+		}
+		orders, err := s.readOrders(refs)
+		if err != nil {
+			it.Close()
+			return SearchPage{}, err
+		}
+		for _, o := range orders {
+			if o != nil && f.matches(o) {
+				page.Orders = append(page.Orders, o)
+			}
+		}
+	}
+	// The loop stopped on a full page or the read budget with keys left:
+	// the next page starts after the last key read.
+	if valid {
 		page.NextCursor = encodeCursor(f.Merchant, last)
 	}
+	if err := it.Close(); err != nil {
+		return SearchPage{}, err
+	}
 	return page, nil
+}
+
+// readOrders returns the orders of refs, in their order (nil for one that
+// does not exist). A search's orders are spread over the history, mostly
+// outside the order cache: those are read with one Pebble iterator, in key
+// order, so that orders sharing a block read it once and each seek goes on
+// from the last. Readers never fill the order cache (cache.go), so a search
+// does not push the write path's orders out of it.
+func (s *Store) readOrders(refs []OrderRef) ([]*order.Order, error) {
+	out := make([]*order.Order, len(refs))
+	type miss struct {
+		key []byte
+		at  int
+	}
+	var misses []miss
+	for i, r := range refs {
+		key := orderKey(r.Merchant, r.OrderID)
+		if o := s.orders.get(key); o != nil {
+			s.metrics.fromCache.Inc()
+			out[i] = o
+			continue
+		}
+		misses = append(misses, miss{key, i})
+	}
+	if len(misses) == 0 {
+		return out, nil
+	}
+	s.metrics.fromPebble.Add(len(misses))
+	slices.SortFunc(misses, func(a, b miss) int { return bytes.Compare(a.key, b.key) })
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: misses[0].key,
+		UpperBound: append(bytes.Clone(misses[len(misses)-1].key), 0),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range misses {
+		if !it.SeekGE(m.key) || !bytes.Equal(it.Key(), m.key) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err == nil {
+			out[m.at], err = decodeOrderValue(v)
+		}
+		if err != nil {
+			it.Close()
+			return nil, err
+		}
+	}
+	return out, it.Close()
 }
 
 // matches checks every condition on the order as it now stands (the index

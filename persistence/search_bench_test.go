@@ -1,7 +1,10 @@
 package persistence
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -98,7 +101,18 @@ func benchmarkSearch(b *testing.B, n int) {
 // machine's load weighs on both alike; p50 and p99 are reported for each and
 // p99-ratio is the large store's p99 over the small one's.
 //
+// Each store is closed and opened again after its load, as a node's restart
+// does: Open's background scan of the orders (loadKnownOrders) reads their
+// blocks into Pebble's block cache, which is where a running node's orders
+// are. SEARCH_BENCH_COLD=1 measures the stores as loaded instead, every
+// block still only in the files (a node that has written its orders and
+// never read them since); SEARCH_BENCH_WARM_ALL=1 compacts them and reads
+// every order and index block once after reopening (a node whose whole
+// store has been read since it started).
+//
 //	go test -run '^$' -bench SearchSizes -benchtime 20000x -timeout 60m ./persistence/
+//	SEARCH_BENCH_WARM_ALL=1 go test -run '^$' -bench SearchSizes -benchtime 20000x -timeout 60m ./persistence/
+//	SEARCH_BENCH_COLD=1 go test -run '^$' -bench SearchSizes -benchtime 20000x -timeout 60m ./persistence/
 func BenchmarkSearchSizes(b *testing.B) {
 	spec := os.Getenv("SEARCH_BENCH_SIZES")
 	if spec == "" {
@@ -165,6 +179,11 @@ func searchSizes(b *testing.B, sizes []int, stores []*Store) {
 		}
 	}
 	b.StopTimer()
+	for k, n := range sizes {
+		m := stores[k].db.Metrics()
+		b.Logf("%d orders: %.0f MiB in the files, block cache %d MiB, %d hits, %d misses",
+			n, float64(m.DiskSpaceUsage())/(1<<20), m.BlockCache.Size>>20, m.BlockCache.Hits, m.BlockCache.Misses)
+	}
 	var p99 []float64
 	for k, n := range sizes {
 		slices.Sort(took[k])
@@ -187,7 +206,13 @@ func searchSizes(b *testing.B, sizes []int, stores []*Store) {
 // and its approval in the same batch, 5,000 orders a batch), the indexes
 // written as a node writes them.
 func loadSearchStore(b *testing.B, n int) *Store {
-	l := newChargeLoad(b, false)
+	dir := b.TempDir()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := Open(dir, logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := &chargeLoad{s: s}
 	const base = int64(1_700_000_000_000_000_000)
 	customers := n / 20
 	for i := 0; i < n; i += 5000 {
@@ -208,5 +233,29 @@ func loadSearchStore(b *testing.B, n int) *Store {
 		}
 		batch.Close()
 	}
-	return l.s
+	if os.Getenv("SEARCH_BENCH_COLD") != "" {
+		b.Cleanup(func() { s.Close() })
+		return s
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if s, err = Open(dir, logger); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	s.loading.Wait() // the background scan of the orders
+	if os.Getenv("SEARCH_BENCH_WARM_ALL") != "" {
+		// Compacted, then every order and index block read once: a node
+		// whose whole store has been read since it started.
+		if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
+			b.Fatal(err)
+		}
+		for _, prefix := range []string{prefixOrder, prefixSearch} {
+			if err := s.scan([]byte(prefix), prefixEnd(prefix), func(_, _ []byte) bool { return true }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return s
 }

@@ -64,9 +64,20 @@ var keyApplied = []byte(prefixMeta + "applied")
 // depended on cached blocks, the retention prunes, walks its keys with one
 // iterator instead (Batch.present). A cache larger by the two memtables
 // also left reads after a restart within noise and added ~230-350 MB.
+//
+// Since then (issue 36, searches deep in the history): the cache's size is
+// what the node's --cache-size-mib asks for blocks, and the memtables'
+// reservation (2 × memTableBytes) is added on top, so that the blocks get
+// the room they are given. Pebble allocates blocks as they are read, so a
+// small store never pays for a large cache.
 const (
-	blockCacheBytes = 128 << 20
-	memTableBytes   = 64 << 20
+	// DefaultBlockCacheBytes is the block cache's room for blocks when the
+	// node's --cache-size-mib is not set: every block of a million-order
+	// store (its orders and search indexes, ~600 MiB in the cache) fits in
+	// it, so searching any part of the history, once read, reads no file
+	// (docs/performance.md, "Order search").
+	DefaultBlockCacheBytes = 1 << 30
+	memTableBytes          = 64 << 20
 	// orderCacheEntries bounds the decoded-order cache (~1-2 KiB each).
 	orderCacheEntries = 100_000
 	// walBytesPerSync has Pebble's WAL writer start writeback of what it
@@ -111,7 +122,28 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 // failing filesystems (vfs.NewCrashableMem, vfs/errorfs) to show that a
 // failed write or fsync stops the node and loses nothing acknowledged.
 func OpenFS(fs vfs.FS, dir string, logger *slog.Logger) (*Store, error) {
-	cache := pebble.NewCache(blockCacheBytes)
+	return OpenWith(fs, dir, logger, Options{})
+}
+
+// OpenSized is Open with the caches sized by opt.
+func OpenSized(dir string, logger *slog.Logger, opt Options) (*Store, error) {
+	return OpenWith(vfs.Default, dir, logger, opt)
+}
+
+// Options size the store's caches; zero fields take the defaults.
+type Options struct {
+	// BlockCacheBytes is the room Pebble's block cache gives to blocks
+	// (DefaultBlockCacheBytes when 0); the memtables' reservation comes on
+	// top of it.
+	BlockCacheBytes int64
+}
+
+// OpenWith is OpenFS with the caches sized by opt (the node's flags).
+func OpenWith(fs vfs.FS, dir string, logger *slog.Logger, opt Options) (*Store, error) {
+	if opt.BlockCacheBytes <= 0 {
+		opt.BlockCacheBytes = DefaultBlockCacheBytes
+	}
+	cache := pebble.NewCache(opt.BlockCacheBytes + 2*memTableBytes)
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
 		FS:                 fs,

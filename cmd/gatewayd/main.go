@@ -71,6 +71,7 @@ func run(args []string) int {
 	fs.StringVar(&cfg.BackupDir, "backup-dir", "", "write scheduled backups of this node's state here (off when empty)")
 	fs.DurationVar(&cfg.BackupInterval, "backup-interval", time.Hour, "time between scheduled backups (with --backup-dir)")
 	fs.IntVar(&cfg.BackupKeep, "backup-keep", 24, "scheduled backups kept in --backup-dir; older ones are deleted")
+	fs.Int64Var(&cfg.CacheSizeMiB, "cache-size-mib", cfg.CacheSizeMiB, "MiB of Pebble's block cache for stored data, on top of the Go heap's limit (0: the default)")
 	memLimit := fs.Int64("memory-limit-mib", 640, "soft limit of the Go heap in MiB (GOMEMLIMIT wins when set); Pebble's caches come on top")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback address (off when empty; profiling only)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")

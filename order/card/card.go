@@ -225,3 +225,31 @@ func CVVProblem(cvv, pan string, panKnown bool) string {
 	}
 	return ""
 }
+
+// FindPAN returns the first card number standing alone in text: a run of
+// 13 to 19 digits, with no letter or digit on either side, that passes the
+// Luhn check ("" when there is none). Tests use it to prove that a page or
+// a log holds no card number beyond the masked form; digits inside a longer
+// token (a hash in hex, a 23-digit ARN) are not one.
+func FindPAN(text string) string {
+	for i := 0; i < len(text); {
+		if !isDigit(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && isDigit(text[j]) {
+			j++
+		}
+		alone := (i == 0 || !isAlnum(text[i-1])) && (j == len(text) || !isAlnum(text[j]))
+		if run := text[i:j]; alone && len(run) >= 13 && len(run) <= 19 && Luhn(run) {
+			return run
+		}
+		i = j
+	}
+	return ""
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isAlnum(c byte) bool { return isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'z' }

@@ -165,3 +165,20 @@ func TestCheckDigit(t *testing.T) {
 		}
 	}
 }
+
+func TestFindPAN(t *testing.T) {
+	for text, want := range map[string]string{
+		"<td>4111111111111111</td>":         "4111111111111111",
+		"card 5555555555554444.":            "5555555555554444",
+		"411111******1111":                  "",
+		"4111111111111112":                  "", // fails Luhn
+		"arn 74111111111111111111111":       "", // 23 digits: an ARN, not a card
+		"hash 9dcb054111111111111111aa":     "", // inside a hex token
+		"id dash-4111111111111111-x":        "4111111111111111",
+		"1795841697728277114 is not a card": "",
+	} {
+		if got := FindPAN(text); got != want {
+			t.Errorf("FindPAN(%q) = %q, want %q", text, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/subtle"
 	"fmt"
 	"strings"
@@ -194,6 +195,18 @@ func (s *Server) createMerchant(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+	creds, aerr := s.newMerchant(ctx, req)
+	if aerr != nil {
+		writeError(ctx, aerr)
+		return
+	}
+	ctx.SetUserValue(auditTargetKey, "merchant:"+creds.MerchantID)
+	writeJSON(ctx, 200, creds)
+}
+
+// newMerchant validates req and proposes the merchant it describes, with
+// new keys (the admin API and the dashboard).
+func (s *Server) newMerchant(ctx context.Context, req createMerchantRequest) (Credentials, *apierr.Error) {
 	var verr *apierr.Error
 	if req.RateLimitRPS < 0 || req.RateLimitRPS > MaxRateLimitRPS {
 		verr = apierr.New(apierr.Invalid, "rate_limit_rps", fmt.Sprintf("rate_limit_rps should be from 1 to %d (0 or absent: %d)", MaxRateLimitRPS, DefaultRateLimitRPS))
@@ -205,18 +218,14 @@ func (s *Server) createMerchant(ctx *fasthttp.RequestCtx) {
 		verr.Add("name", "name should have at most 255 characters")
 	}
 	if verr != nil {
-		writeError(ctx, verr)
-		return
+		return Credentials{}, verr
 	}
 	rec, creds, err := NewMerchantRecord(s.cfg.Vault, "", req.Name, req.RateLimitRPS, s.cfg.Now())
 	if err != nil {
-		writeError(ctx, s.errorFor("create merchant", err))
-		return
+		return creds, s.errorFor("create merchant", err)
 	}
 	if _, err := s.cfg.Cluster.Propose(ctx, &command.Cmd{Merchant: rec}); err != nil {
-		writeError(ctx, s.errorFor("create merchant", err))
-		return
+		return creds, s.errorFor("create merchant", err)
 	}
-	ctx.SetUserValue(auditTargetKey, "merchant:"+rec.ID)
-	writeJSON(ctx, 200, creds)
+	return creds, nil
 }

@@ -128,6 +128,8 @@ func (s *Server) writeAudit(rec persistence.AuditRecord) error {
 		var err error
 		if c.Route().Self {
 			err = s.appendAudit(rec)
+		} else if !c.InConfiguration() {
+			err = s.auditThroughFormerMembers(rec)
 		} else {
 			var status int
 			if status, err = s.callLeader("/peer/v1/audit", rec, "", nil); err == nil && status != 200 {
@@ -139,6 +141,30 @@ func (s *Server) writeAudit(rec persistence.AuditRecord) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// auditThroughFormerMembers sends rec to whichever of the members this
+// node last knew leads now. A leader that removed itself is out of the
+// configuration and knows no leader, yet its removal must be recorded: the
+// members it left still accept a call on their cluster port (its
+// certificate is the cluster CA's), and the one that leads appends it.
+func (s *Server) auditThroughFormerMembers(rec persistence.AuditRecord) error {
+	members, err := s.cfg.Cluster.Members()
+	if err != nil {
+		return err
+	}
+	self := s.cfg.Cluster.SelfMember().NodeID
+	err = fmt.Errorf("%w: none of the members this node knew leads", errNoLeader)
+	for _, m := range members {
+		if m.ID == self || m.RaftAddr == "" {
+			continue
+		}
+		status, cerr := s.callPeer(m.RaftAddr, "/peer/v1/audit", rec, "", nil)
+		if cerr == nil && status == 200 {
+			return nil
+		}
+	}
+	return err
 }
 
 // peerAudit is /peer/v1/audit: a member's record, appended here (the

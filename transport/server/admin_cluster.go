@@ -53,12 +53,21 @@ func (s *Server) clusterStatus(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use GET for the cluster status"))
 		return
 	}
-	c := s.cfg.Cluster
-	digest := string(ctx.QueryArgs().Peek("digest")) == "1"
-	members, err := c.Members()
+	out, err := s.clusterView(string(ctx.QueryArgs().Peek("digest")) == "1")
 	if err != nil {
 		writeError(ctx, s.errorFor("cluster status", err))
 		return
+	}
+	writeJSON(ctx, 200, out)
+}
+
+// clusterView is the cluster as this node sees it, each member's raft
+// indexes asked of the member itself (the admin API and the dashboard).
+func (s *Server) clusterView(digest bool) (cluster.Status, error) {
+	c := s.cfg.Cluster
+	members, err := c.Members()
+	if err != nil {
+		return cluster.Status{}, err
 	}
 	self := c.SelfMember()
 	out := cluster.Status{NodeID: self.NodeID, LeaderID: c.Route().LeaderID, Term: c.Term(),
@@ -87,7 +96,7 @@ func (s *Server) clusterStatus(ctx *fasthttp.RequestCtx) {
 		}()
 	}
 	wg.Wait()
-	writeJSON(ctx, 200, out)
+	return out, nil
 }
 
 // peerSelf asks a member for its raft view over the cluster port.

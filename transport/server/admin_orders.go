@@ -48,10 +48,16 @@ func (s *Server) serveOrders(ctx *fasthttp.RequestCtx, route string) {
 // adminQuery reads and validates the admin search's query parameters.
 func adminQuery(ctx *fasthttp.RequestCtx) (persistence.SearchFilter, *apierr.Error) {
 	args := ctx.QueryArgs()
-	req, verr := api.ListOrdersQuery(func(name string) (string, bool) {
+	return searchQuery(func(name string) (string, bool) {
 		v := args.Peek(name)
 		return string(v), v != nil
 	})
+}
+
+// searchQuery validates the admin search's parameters as get finds them
+// (the admin API's query, the dashboard's search form).
+func searchQuery(get func(name string) (string, bool)) (persistence.SearchFilter, *apierr.Error) {
+	req, verr := api.ListOrdersQuery(get)
 	search, serr := api.Search(req, true)
 	if verr != nil { // a number that did not parse, with the rest's violations
 		if serr != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -49,14 +50,23 @@ func (s *Server) serveWebhooks(ctx *fasthttp.RequestCtx, rest string) {
 		writeError(ctx, apierr.New(apierr.MethodNotAllowed, "method", "use POST to redeliver"))
 		return
 	}
-	n, err := s.cfg.Store.Notification(id)
-	if err != nil {
-		writeError(ctx, s.errorFor("redeliver", err))
+	v, aerr := s.redeliver(ctx, id)
+	if aerr != nil {
+		writeError(ctx, aerr)
 		return
 	}
+	writeJSON(ctx, 200, v)
+}
+
+// redeliver schedules notification id for another attempt now (on the
+// leader: the admin API and the dashboard forward their writes there).
+func (s *Server) redeliver(ctx context.Context, id string) (webhook.AdminView, *apierr.Error) {
+	n, err := s.cfg.Store.Notification(id)
+	if err != nil {
+		return webhook.AdminView{}, s.errorFor("redeliver", err)
+	}
 	if n == nil {
-		writeError(ctx, apierr.New(apierr.NotFound, "id", "no delivery with that id"))
-		return
+		return webhook.AdminView{}, apierr.New(apierr.NotFound, "id", "no delivery with that id")
 	}
 	res, err := s.cfg.Cluster.Propose(ctx, &command.Cmd{Notify: &command.NotifyUpdate{
 		ID: id, Time: s.cfg.Now().UnixNano(), Redeliver: true}})
@@ -64,11 +74,10 @@ func (s *Server) serveWebhooks(ctx *fasthttp.RequestCtx, rest string) {
 		err = res.Err
 	}
 	if err != nil {
-		writeError(ctx, s.errorFor("redeliver", err))
-		return
+		return webhook.AdminView{}, s.errorFor("redeliver", err)
 	}
 	if s.cfg.OnNotify != nil {
 		s.cfg.OnNotify()
 	}
-	writeJSON(ctx, 200, webhook.NewAdminView(res.Notification))
+	return webhook.NewAdminView(res.Notification), nil
 }

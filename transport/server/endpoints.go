@@ -298,11 +298,17 @@ func (s *Server) operate(c *call, kind order.Kind, orderID string, amount int64,
 	if key != "" {
 		msg.RequestHash = s.operationHash(string(kind), c.body)
 	}
-	res, err := s.cfg.Registry.Request(actors.Key{Merchant: c.merchant.ID, OrderID: orderID}, msg, s.cfg.RequestTimeout)
+	res, err := s.moveMoney(msg)
 	if repeatIsANewRefund(c.ctx) && outcomeUnknown(res, err) {
 		return answer{err: refundOutcomeUnknown()}
 	}
 	return s.reply(string(kind), res, err)
+}
+
+// moveMoney asks the order's actor to settle, void or refund (the merchant
+// API, and the back office on an operator's behalf).
+func (s *Server) moveMoney(msg *actors.Operation) (any, error) {
+	return s.cfg.Registry.Request(actors.Key{Merchant: msg.Merchant, OrderID: msg.OrderID}, msg, s.cfg.RequestTimeout)
 }
 
 // repeatIsANewRefund reports whether sending this request again could move

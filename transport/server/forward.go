@@ -108,6 +108,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	req.Header.Del("Authorization")
 	req.Header.Set(ForwardedHeader, c.SelfMember().NodeID)
 	req.Header.Set(clientIPHeader, ctx.RemoteIP().String()) // for the leader's audit record
+	req.Header.Del(clientTLSHeader)
+	if ctx.IsTLS() { // the leader's dashboard marks its session cookie Secure
+		req.Header.Set(clientTLSHeader, "1")
+	}
 	req.Header.Del(actorHeader)
 	if actor, ok := ctx.UserValue(auditActorKey).(string); ok {
 		req.Header.Set(actorHeader, actor) // who the leader's audit record names
@@ -127,14 +131,30 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) (handled bool, status int) {
 	if ct := resp.Header.ContentType(); len(ct) > 0 {
 		ctx.Response.Header.SetContentTypeBytes(ct)
 	}
-	for _, h := range []string{"Retry-After", "Allow"} {
+	for _, h := range relayedHeaders {
 		if v := resp.Header.Peek(h); len(v) > 0 {
 			ctx.Response.Header.SetBytesV(h, v)
 		}
 	}
+	resp.Header.VisitAllCookie(func(_, cookie []byte) { // the dashboard's session
+		c := fasthttp.AcquireCookie()
+		if c.ParseBytes(cookie) == nil {
+			ctx.Response.Header.SetCookie(c)
+		}
+		fasthttp.ReleaseCookie(c)
+	})
 	ctx.SetBody(resp.Body())
 	return true, resp.StatusCode()
 }
+
+// relayedHeaders are the leader's answer headers a follower passes on:
+// the API's, and the dashboard's redirect and page policies.
+var relayedHeaders = []string{"Retry-After", "Allow", "Location", "Cache-Control", "Content-Security-Policy",
+	"X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy"}
+
+// clientTLSHeader says, on a forwarded request, that the client reached
+// the follower over TLS. Like clientIPHeader it is read only from a peer.
+const clientTLSHeader = "X-Gateway-Client-TLS"
 
 // neverSent reports whether a forward failed before any of the request
 // could reach the leader: no connection was made (refused, unreachable,

@@ -105,6 +105,7 @@ type Server struct {
 	peers     *PeerClient                // asks members for their status (peer.go)
 	audit     auditLog                   // serialises the leader's audit records (admin_audit.go)
 	auth      *Auth                      // operators' sign-ins and sessions (sessions.go)
+	dashboard fasthttp.RequestHandler    // /dashboard/ (backoffice.go); nil: not served
 	hashing   atomic.Pointer[hashKeying] // the request-hash key and its hashers
 	// handling counts requests being handled, for Shutdown: a connection
 	// with none is not waited for.
@@ -332,6 +333,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 		exposition.Write(ctx) // # HELP text from one table; an error is the client's going away
 	case strings.HasPrefix(path, "/admin/v1/"):
 		s.serveAdmin(ctx, path[len("/admin/v1/"):])
+	case s.dashboard != nil && (path == "/dashboard" || strings.HasPrefix(path, dashboardPrefix)):
+		s.dashboard(ctx)
 	default:
 		writeError(ctx, apierr.New(apierr.UnknownPath, "path", "no such path"))
 	}

@@ -349,6 +349,12 @@ func (s *Server) callLeader(path string, body any, clientIP string, out any) (in
 	if route.LeaderRaft == "" {
 		return 0, fmt.Errorf("%w: no leader", errNoLeader)
 	}
+	return s.callPeer(route.LeaderRaft, path, body, clientIP, out)
+}
+
+// callPeer POSTs body as JSON to path on the member at raftAddr (its
+// cluster port) and decodes a 200's answer into out.
+func (s *Server) callPeer(raftAddr, path string, body any, clientIP string, out any) (int, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return 0, err
@@ -357,7 +363,7 @@ func (s *Server) callLeader(path string, body any, clientIP string, out any) (in
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI("http://" + route.LeaderRaft + path)
+	req.SetRequestURI("http://" + raftAddr + path)
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
 	req.Header.Set(ForwardedHeader, s.cfg.Cluster.SelfMember().NodeID)
