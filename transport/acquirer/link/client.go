@@ -170,8 +170,8 @@ func (c *Client) Do(ctx context.Context, req *iso8583.Message) (*iso8583.Message
 
 // DoKeepingSTAN is Do for a request that must keep its STAN: a money
 // movement, whose STAN and field 7 the host knows its repeats by. When a
-// request waiting on the line has the STAN it fails at once with
-// ErrSTANBusy instead of taking another.
+// request waiting on the line has the STAN it waits for that one's answer
+// (within the timeout; then ErrSTANBusy) instead of taking another.
 func (c *Client) DoKeepingSTAN(ctx context.Context, req *iso8583.Message) (*iso8583.Message, error) {
 	return c.do(ctx, req, true)
 }
@@ -201,7 +201,17 @@ func (c *Client) do(ctx context.Context, req *iso8583.Message, keepSTAN bool) (*
 			stan := req.Value(iso8583.FieldSTAN)
 			if keepSTAN && c.pending[stan] != nil {
 				c.mu.Unlock()
-				return nil, ErrSTANBusy
+				// Another request waits on this STAN (an authorisation's,
+				// allocated in turn, or another movement's digest): wait
+				// for its answer, checking every millisecond, rather than
+				// tell a merchant "no answer yet" with no fault present.
+				if _, _, err := await(ctx, c, timeout, req.MTI, time.After(time.Millisecond)); err != nil {
+					if errors.Is(err, ErrTimeout) {
+						return nil, ErrSTANBusy
+					}
+					return nil, err
+				}
+				continue
 			}
 			if !req.Has(iso8583.FieldSTAN) || c.pending[stan] != nil {
 				stan = c.nextSTANLocked()
