@@ -109,24 +109,29 @@ func (l *ledger) path(date string) string {
 
 var errLedgerClosed = errors.New("acquirer host: ledger closed")
 
+// appendReqs keeps answered requests, with their line buffer and answer
+// channel, for the next Append: a record per message, two allocations
+// fewer each.
+var appendReqs = sync.Pool{New: func() any { return &appendReq{err: make(chan error, 1)} }}
+
 // Append writes r to its file, and for a movement of money (r.movesMoney)
 // fsyncs it, before it returns.
 func (l *ledger) Append(r *Record) error {
-	line, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	req := &appendReq{line: append(line, '\n'), date: r.Date, durable: r.movesMoney(), err: make(chan error, 1)}
+	req := appendReqs.Get().(*appendReq)
+	req.line = append(r.appendJSON(req.line[:0]), '\n')
+	req.date, req.durable = r.Date, r.movesMoney()
 	select {
 	case l.reqs <- req:
 	case <-l.done:
+		appendReqs.Put(req) // the writer never saw it
 		return errLedgerClosed
 	}
 	select {
 	case err := <-req.err:
+		appendReqs.Put(req) // answered: the writer is done with it
 		return err
 	case <-l.done:
-		return errLedgerClosed
+		return errLedgerClosed // the writer may still answer it: not reused
 	}
 }
 
