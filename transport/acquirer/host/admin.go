@@ -71,7 +71,7 @@ func (h *Host) WriteReport(w io.Writer, date string) error {
 	cw.Write(ReportHeader)
 	err = h.ledger.read(date, func(r *Record) {
 		if !r.approved() || r.Kind == KindAuth || r.Kind == KindReversal ||
-			r.Kind == KindSale && reversed[key(r.Kind, r.MID, r.RRN, "")] {
+			r.Kind == KindSale && reversed[key(r.Kind, r.MID, r.RRN, "", "")] {
 			return
 		}
 		cur := r.Currency

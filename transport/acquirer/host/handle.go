@@ -107,7 +107,7 @@ func answerTo(req *iso8583.Message) *iso8583.Message {
 // repeat, concurrent or after a restart).
 func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 	k := key(kind, req.Value(iso8583.FieldCardAcceptorID), req.Value(iso8583.FieldRRN),
-		req.Value(iso8583.FieldSTAN)+req.Value(iso8583.FieldTransmissionTime))
+		req.Value(iso8583.FieldSTAN), req.Value(iso8583.FieldTransmissionTime))
 	h.mu.Lock()
 	for {
 		if r, ok := h.index[k]; ok {
@@ -147,7 +147,7 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 		return nil, err
 	}
 	h.mu.Lock()
-	h.remember(r)
+	h.rememberAs(r, k)
 	if kind == KindAuth || kind == KindSale {
 		h.total++
 	}
@@ -212,7 +212,7 @@ func (h *Host) findOriginal(mid, f90, rrn string) (*original, string) {
 		}
 	}
 	for _, kind := range []string{KindAuth, KindSale} {
-		k := key(kind, mid, rrn, "")
+		k := key(kind, mid, rrn, "", "")
 		if r := h.index[k]; r != nil && r.Kind == kind {
 			if o := h.byOrig[origKey(r.MID, r.STAN, r.Sent)]; o != nil {
 				return o, o.key

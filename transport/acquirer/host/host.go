@@ -138,8 +138,10 @@ func Open(cfg Config) (*Host, error) {
 // remember puts a decided record into the repeat index and, for an
 // approved authorisation or sale, the originals; a capture or reversal
 // updates its original. The caller holds h.mu (or is Open).
-func (h *Host) remember(r *Record) {
-	k := key(r.Kind, r.MID, r.RRN, r.STAN+r.Sent)
+func (h *Host) remember(r *Record) { h.rememberAs(r, key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent)) }
+
+// rememberAs is remember with r's key already made.
+func (h *Host) rememberAs(r *Record, k string) {
 	if _, ok := h.index[k]; !ok {
 		if old := h.ring[h.next]; old != "" {
 			if o := h.index[old]; o != nil && (o.Kind == KindAuth || o.Kind == KindSale) {
@@ -181,14 +183,15 @@ func (h *Host) originalByKey(k string) *original {
 // declined) a repeat of the first; STAN and field 7 are the identity ISO
 // 8583 gives a message, and the gateway's are the movement's own, written
 // in its log and the same in every repeat from any node (the link never
-// gives a movement another STAN).
-func key(kind, mid, rrn, sent string) string {
+// gives a movement another STAN). One concatenation: the key is made per
+// message, and an authorisation's leaves stan and sent out.
+func key(kind, mid, rrn, stan, sent string) string {
 	class := kind
 	if kind == KindRefund {
 		class = KindSale
 	}
 	if kind == KindCapture || kind == KindReversal {
-		return class + "|" + mid + "|" + rrn + "|" + sent
+		return class + "|" + mid + "|" + rrn + "|" + stan + sent
 	}
 	return class + "|" + mid + "|" + rrn
 }
