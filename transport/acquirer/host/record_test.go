@@ -3,7 +3,9 @@ package host
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math/rand"
+	"sync"
 	"testing"
 )
 
@@ -63,4 +65,52 @@ func BenchmarkRecordJSON(b *testing.B) {
 			json.Marshal(&r)
 		}
 	})
+}
+
+// Concurrent appends, authorisations and movements mixed, each answered
+// only once written: after Close, a ledger opened on the same directory
+// (a restart) reads every one, intact, and an append after Close is
+// refused.
+func TestLedgerConcurrentAppendsAllReadAfterClose(t *testing.T) {
+	dir := t.TempDir()
+	l, err := openLedger(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 16, 200
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				kind := KindAuth
+				if i%3 == 0 {
+					kind = KindCapture
+				}
+				r := &Record{Time: int64(w*each + i), Date: "2026-11-28", Kind: kind, MID: "MID", Amount: int64(i), Response: "00"}
+				if err := l.Append(r); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	l.Close()
+	if err := l.Append(&Record{Date: "2026-11-28", Kind: KindAuth}); !errors.Is(err, errLedgerClosed) {
+		t.Fatalf("append after Close: %v, want errLedgerClosed", err)
+	}
+	l2, err := openLedger(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	seen := map[int64]bool{}
+	if err := l2.read("2026-11-28", func(r *Record) { seen[r.Time] = true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != writers*each {
+		t.Fatalf("read %d distinct records, want %d", len(seen), writers*each)
+	}
 }
