@@ -59,13 +59,6 @@ func (r *Record) approved() bool { return r.Response == "00" }
 // concurrent appends share one write and one fsync (group commit), so the
 // host is not limited to one movement per disk flush.
 //
-// Group commit without a writer goroutine: the first appender to find no
-// write in progress takes the writer's role and writes everything queued,
-// its own record included; appends arriving meanwhile queue for the next
-// batch, which a goroutine started for it writes, so the leader's answer is
-// not held up. An uncontended append writes on its own goroutine, one
-// hand-off fewer a message than a writer goroutine (issue 35).
-//
 // Durability (docs/acquirer.md, "The ledger"): a record is always in the
 // file before its answer leaves, so a host process that crashes or is
 // killed still answers a repeat with its first answer after a restart (the
@@ -78,21 +71,14 @@ func (r *Record) approved() bool { return r.Response == "00" }
 // the same answer (the decision is a function of the message), while a
 // capture of it is refused as of an authorisation that lapsed.
 type ledger struct {
-	dir string
-	lag *time.Timer // fsyncs authorisations' records syncLag after their write
+	dir    string
+	reqs   chan *appendReq
+	done   chan struct{}
+	exited chan struct{} // closed when the writer has returned
+	once   sync.Once
 
-	mu      sync.Mutex
-	queue   []*appendReq // waiting for the next batch
-	spare   []*appendReq // the last batch's slice, for the next queue
-	writing bool         // a batch is being written: its writer has the role
-	syncDue bool         // the lag ran out: fsync with the next batch
-	closed  bool
-	idle    *sync.Cond // writing became false (Close waits for it)
-	close   sync.Once  // a second Close waits for the first
-
-	// The writer role's alone.
-	files map[string]*os.File
-	dirty map[*os.File]bool // written since their last fsync
+	files map[string]*os.File // the writer goroutine's alone
+	dirty map[*os.File]bool   // written since their last fsync; the writer's alone
 }
 
 // syncLag bounds how long an authorisation's record waits for its fsync.
@@ -111,10 +97,9 @@ func openLedger(dir string) (*ledger, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &ledger{dir: dir, files: map[string]*os.File{}, dirty: map[*os.File]bool{}}
-	l.idle = sync.NewCond(&l.mu)
-	l.lag = time.AfterFunc(time.Hour, l.lagRanOut)
-	l.lag.Stop()
+	l := &ledger{dir: dir, reqs: make(chan *appendReq, 1024), done: make(chan struct{}), exited: make(chan struct{}), files: map[string]*os.File{},
+		dirty: map[*os.File]bool{}}
+	go l.writer()
 	return l, nil
 }
 
@@ -135,108 +120,93 @@ func (l *ledger) Append(r *Record) error {
 	req := appendReqs.Get().(*appendReq)
 	req.line = append(r.appendJSON(req.line[:0]), '\n')
 	req.date, req.durable = r.Date, r.movesMoney()
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		appendReqs.Put(req)
+	select {
+	case l.reqs <- req:
+	case <-l.done:
+		appendReqs.Put(req) // the writer never saw it
 		return errLedgerClosed
 	}
-	l.queue = append(l.queue, req)
-	if !l.writing {
-		l.writing = true
-		l.writeQueued()
-	}
-	l.mu.Unlock()
-	err := <-req.err // a queued request is always answered, Close or not
-	appendReqs.Put(req)
-	return err
-}
-
-// lagRanOut fsyncs the authorisations written since the last fsync, with
-// the next batch if one is being written.
-func (l *ledger) lagRanOut() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return // Close fsyncs
-	}
-	l.syncDue = true
-	if !l.writing {
-		l.writing = true
-		l.writeQueued()
+	select {
+	case err := <-req.err:
+		appendReqs.Put(req) // answered: the writer is done with it
+		return err
+	case <-l.done:
+		return errLedgerClosed // the writer may still answer it: not reused
 	}
 }
 
-// writeQueued writes the queued batch (and the fsync due), then passes the
-// role to a new goroutine if more is queued, else gives it up. The caller
-// holds l.mu and has the role (l.writing); l.mu is held again on return.
-func (l *ledger) writeQueued() {
-	batch, syncDue := l.queue, l.syncDue
-	l.queue, l.syncDue = l.spare[:0], false
-	l.mu.Unlock()
-	if syncDue {
-		l.syncDirty()
-	}
-	l.write(batch)
-	clear(batch)
-	l.mu.Lock()
-	l.spare = batch[:0]
-	if len(l.queue) > 0 || l.syncDue {
-		go func() { // this caller's answer is ready: it does not wait for the next batch
-			l.mu.Lock()
-			l.writeQueued()
-			l.mu.Unlock()
-		}()
-		return
-	}
-	l.writing = false
-	l.idle.Broadcast()
-}
-
-// write writes batch in one go, fsyncs the files touched when one of the
-// records moves money (else within syncLag), then answers each request.
-// The caller has the writer's role.
-func (l *ledger) write(batch []*appendReq) {
-	durable := false
-	touched := map[*os.File]error{}
-	for _, r := range batch {
-		durable = durable || r.durable
-		f, err := l.file(r.date)
-		if err == nil {
-			_, err = f.Write(r.line)
-		}
-		if err != nil {
-			touched[f] = err
-		} else if _, seen := touched[f]; !seen {
-			touched[f] = nil
-		}
-	}
-	wasClean := len(l.dirty) == 0
-	for f, err := range touched {
-		if f != nil && err == nil {
-			l.dirty[f] = true
-		}
-	}
-	if durable {
-		// One fsync per file covers every earlier write to it, the
-		// authorisations waiting for their lag too.
-		for f := range l.dirty {
-			if err := f.Sync(); err != nil && touched[f] == nil {
-				if _, ok := touched[f]; ok {
-					touched[f] = err
-				}
+// writer writes every queued record in one go, fsyncs the files touched
+// when one of the records moves money (else within syncLag), then answers
+// the batch.
+func (l *ledger) writer() {
+	defer close(l.exited)
+	var batch []*appendReq
+	lag := time.NewTimer(syncLag)
+	lag.Stop()
+	for {
+		select {
+		case r := <-l.reqs:
+			batch = append(batch[:0], r)
+		case <-lag.C:
+			l.syncDirty()
+			continue
+		case <-l.done:
+			l.syncDirty()
+			for _, f := range l.files {
+				f.Close()
 			}
-			delete(l.dirty, f)
+			return
 		}
-	} else if wasClean && len(l.dirty) > 0 {
-		l.lag.Reset(syncLag)
-	}
-	for _, r := range batch {
-		f, err := l.file(r.date)
-		if err == nil {
-			err = touched[f]
+	drain:
+		for len(batch) < 4096 {
+			select {
+			case r := <-l.reqs:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
 		}
-		r.err <- err
+		durable := false
+		touched := map[*os.File]error{}
+		for _, r := range batch {
+			durable = durable || r.durable
+			f, err := l.file(r.date)
+			if err == nil {
+				_, err = f.Write(r.line)
+			}
+			if err != nil {
+				touched[f] = err
+			} else if _, seen := touched[f]; !seen {
+				touched[f] = nil
+			}
+		}
+		wasClean := len(l.dirty) == 0
+		for f, err := range touched {
+			if f != nil && err == nil {
+				l.dirty[f] = true
+			}
+		}
+		if durable {
+			// One fsync per file covers every earlier write to it, the
+			// authorisations waiting for their lag too.
+			for f := range l.dirty {
+				if err := f.Sync(); err != nil && touched[f] == nil {
+					if _, ok := touched[f]; ok {
+						touched[f] = err
+					}
+				}
+				delete(l.dirty, f)
+			}
+		} else if wasClean && len(l.dirty) > 0 {
+			lag.Reset(syncLag)
+		}
+		for _, r := range batch {
+			f, err := l.file(r.date)
+			if err == nil {
+				err = touched[f]
+			}
+			r.err <- err
+		}
 	}
 }
 
@@ -271,25 +241,13 @@ func (l *ledger) file(date string) (*os.File, error) {
 	return f, nil
 }
 
-// Close refuses new appends, waits for the batch being written (every
-// queued append is answered), fsyncs and closes the files. Nothing is
-// written after it returns, so a host opened on the same directory next
-// (a restart) reads every record the closed one wrote.
-func (l *ledger) Close() { l.close.Do(l.shut) }
-
-func (l *ledger) shut() {
-	l.mu.Lock()
-	l.closed = true
-	for l.writing {
-		l.idle.Wait()
-	}
-	l.writing = true // for good: the files are Close's now
-	l.mu.Unlock()
-	l.lag.Stop()
-	l.syncDirty()
-	for _, f := range l.files {
-		f.Close()
-	}
+// Close stops the ledger's writer and closes its files. It returns once
+// the writer has stopped: nothing is written after it, so a
+// host opened on the same directory next (a restart) reads every record
+// the closed one wrote.
+func (l *ledger) Close() {
+	l.once.Do(func() { close(l.done) })
+	<-l.exited
 }
 
 // days lists the dates that have a ledger file, oldest first.
