@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -227,11 +226,7 @@ func ordersCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *af.asJSON {
-		var buf bytes.Buffer
-		if json.Indent(&buf, data, "", "  ") == nil {
-			data = buf.Bytes()
-		}
-		fmt.Fprintln(stdout, string(data))
+		printJSON(stdout, data)
 		return 0
 	}
 	var page struct {

@@ -136,11 +136,7 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *asJSON {
-		var buf bytes.Buffer
-		if json.Indent(&buf, data, "", "  ") == nil {
-			data = buf.Bytes()
-		}
-		fmt.Fprintln(stdout, string(data))
+		printJSON(stdout, data)
 		return 0
 	}
 	if sub == "status" {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -70,11 +68,7 @@ func merchantsCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gatewayctl merchants rotate-keys:", err)
 		return 1
 	}
-	var buf bytes.Buffer
-	if json.Indent(&buf, data, "", "  ") == nil {
-		data = buf.Bytes()
-	}
-	fmt.Fprintln(stdout, string(data))
+	printJSON(stdout, data)
 	return 0
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -152,12 +153,12 @@ func readLine(r *bufio.Reader) (string, error) {
 }
 
 // printJSON prints an answer indented.
+// The API's bytes are kept (members in their order, numbers as written):
+// only whitespace is added.
 func printJSON(w io.Writer, data []byte) {
-	var v any
-	if json.Unmarshal(data, &v) == nil {
-		if b, err := json.MarshalIndent(v, "", "  "); err == nil {
-			data = b
-		}
+	var buf bytes.Buffer
+	if json.Indent(&buf, data, "", "  ") == nil {
+		data = buf.Bytes()
 	}
 	fmt.Fprintln(w, string(data))
 }
