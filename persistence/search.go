@@ -168,13 +168,8 @@ func (s *Store) rebuildSearchIndex() (int, error) {
 		return 0, err
 	}
 	n := 0
-	var derr error
-	err := s.scan([]byte(prefixOrder), prefixEnd(prefixOrder), func(_, v []byte) bool {
-		o, err := decodeOrderValue(v)
-		if err != nil {
-			derr = err
-			return false
-		}
+	var werr error // a write's error (EachOrder reports a read's)
+	err := s.EachOrder(func(o *order.Order) bool {
 		n++
 		for _, kind := range searchKinds {
 			val := searchValue(o, kind)
@@ -182,13 +177,13 @@ func (s *Store) rebuildSearchIndex() (int, error) {
 				continue
 			}
 			for _, scope := range [2]string{o.Merchant, ""} {
-				if derr = batch.Set(searchKey(kind, scope, val, o), nil, nil); derr != nil {
+				if werr = batch.Set(searchKey(kind, scope, val, o), nil, nil); werr != nil {
 					return false
 				}
 			}
 		}
 		if batch.Len() >= snapshotBatchBytesMax {
-			if derr = batch.Commit(pebble.NoSync); derr != nil {
+			if werr = batch.Commit(pebble.NoSync); werr != nil {
 				return false
 			}
 			batch.Close()
@@ -197,7 +192,7 @@ func (s *Store) rebuildSearchIndex() (int, error) {
 		return true
 	})
 	if err == nil {
-		err = derr
+		err = werr
 	}
 	if err != nil {
 		return n, err

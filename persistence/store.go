@@ -516,7 +516,8 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 }
 
 // EachOrder calls fn with every stored order until it returns false: a
-// full scan, for operator tasks (reconciliation), never a request's path.
+// full scan, for operator tasks (reconciliation) and rebuilding the search
+// index, never a request's path.
 func (s *Store) EachOrder(fn func(*order.Order) bool) error {
 	var derr error
 	err := s.scan([]byte(prefixOrder), prefixEnd(prefixOrder), func(_, v []byte) bool {
