@@ -299,8 +299,14 @@ func (h *Host) Close() error {
 	return nil
 }
 
-// serveConn reads requests and answers each on its own goroutine, so a
-// slow answer (latency fault, fsync) does not hold the ones behind it.
+// serveConn reads requests and answers them. An authorisation or echo is
+// answered on the reader's goroutine (inline), as nothing makes it wait:
+// its ledger record is written, never fsynced, before its answer. A
+// message that may wait (a movement's fsync, any message under a latency
+// fault) is answered on its own goroutine, so it does not hold the ones
+// behind it, and concurrent movements share their fsyncs. A goroutine per
+// request and its wake-ups were a large part of the in-process link's CPU
+// (issue 35, docs/acquirer.md "What the link costs").
 func (h *Host) serveConn(c net.Conn) {
 	defer func() {
 		h.mu.Lock()
@@ -321,12 +327,23 @@ func (h *Host) serveConn(c net.Conn) {
 		if err != nil {
 			return
 		}
+		if h.answersInline(req) {
+			h.answer(w, req)
+			continue
+		}
 		inflight <- struct{}{} // at the bound, stop reading: the sender waits
 		go func() {
 			defer func() { <-inflight }()
 			h.answer(w, req)
 		}()
 	}
+}
+
+// answersInline reports whether req is answered on the connection's reader
+// goroutine: an authorisation (0100) or network management message (0800),
+// with no latency fault in force. Everything else may wait for an fsync.
+func (h *Host) answersInline(req *iso8583.Message) bool {
+	return (req.MTI == "0100" || req.MTI == "0800") && h.Faults().LatencyMS <= 0
 }
 
 // answersInFlightMax bounds the requests one connection may have waiting

@@ -56,8 +56,16 @@ func (r *Record) approved() bool { return r.Response == "00" }
 // ledger is the host's append-only record, one file per UTC day
 // (ledger-YYYY-MM-DD.jsonl, one JSON record per line). Append returns once
 // the record is written to the file, and, for a money movement, fsynced;
-// concurrent appends share one write and one fsync (group commit), so the
-// host is not limited to one movement per disk flush.
+// concurrent movements share one fsync (group commit), so the host is not
+// limited to one movement per disk flush.
+//
+// No goroutine of its own (issue 35: each hand-off cost the in-process
+// link CPU): an appender writes its record itself, under mu (one write(2)
+// of a line). A movement then needs its fsync: the first to find none
+// under way leads a round that fsyncs every file written since the last
+// one, outside mu, so authorisations keep being written meanwhile; the
+// movements written during it wait for it and one of them leads the next.
+// An authorisation never waits for an fsync.
 //
 // Durability (docs/acquirer.md, "The ledger"): a record is always in the
 // file before its answer leaves, so a host process that crashes or is
@@ -71,25 +79,33 @@ func (r *Record) approved() bool { return r.Response == "00" }
 // the same answer (the decision is a function of the message), while a
 // capture of it is refused as of an authorisation that lapsed.
 type ledger struct {
-	dir    string
-	reqs   chan *appendReq
-	done   chan struct{}
-	exited chan struct{} // closed when the writer has returned
-	once   sync.Once
+	dir string
+	lag *time.Timer // fsyncs authorisations' records syncLag after their write
 
-	files map[string]*os.File // the writer goroutine's alone
-	dirty map[*os.File]bool   // written since their last fsync; the writer's alone
+	mu       sync.Mutex
+	closed   bool
+	lagSet   bool                // lag is armed
+	files    map[string]*os.File // by date
+	dirty    map[*os.File]uint64 // written since their last fsync: the last write's number
+	written  uint64              // lines written so far (their numbers: 1, 2, …)
+	round    *syncRound          // the fsync under way, nil if none
+	failures []*syncRound        // the last rounds that failed, for their waiters
 }
+
+// syncRound is one group fsync: it covers the writes numbered up to upTo.
+type syncRound struct {
+	upTo  uint64
+	files map[*os.File]uint64 // synced, with the last write each covered
+	errs  map[*os.File]error  // the files whose fsync failed
+	done  chan struct{}       // closed when it ends
+}
+
+// failuresKept bounds the failed rounds remembered: a waiter looks for
+// its round right after it ends, so a few are plenty.
+const failuresKept = 16
 
 // syncLag bounds how long an authorisation's record waits for its fsync.
 const syncLag = 200 * time.Millisecond
-
-type appendReq struct {
-	line    []byte
-	date    string
-	durable bool // fsync before answering
-	err     chan error
-}
 
 const ledgerPrefix, ledgerSuffix = "ledger-", ".jsonl"
 
@@ -97,9 +113,9 @@ func openLedger(dir string) (*ledger, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &ledger{dir: dir, reqs: make(chan *appendReq, 1024), done: make(chan struct{}), exited: make(chan struct{}), files: map[string]*os.File{},
-		dirty: map[*os.File]bool{}}
-	go l.writer()
+	l := &ledger{dir: dir, files: map[string]*os.File{}, dirty: map[*os.File]uint64{}}
+	l.lag = time.AfterFunc(time.Hour, l.lagRanOut)
+	l.lag.Stop()
 	return l, nil
 }
 
@@ -109,114 +125,131 @@ func (l *ledger) path(date string) string {
 
 var errLedgerClosed = errors.New("acquirer host: ledger closed")
 
-// appendReqs keeps answered requests, with their line buffer and answer
-// channel, for the next Append: a record per message, two allocations
-// fewer each.
-var appendReqs = sync.Pool{New: func() any { return &appendReq{err: make(chan error, 1)} }}
+// lines keeps encoded records' buffers for the next Append.
+var lines = sync.Pool{New: func() any { return new([]byte) }}
 
 // Append writes r to its file, and for a movement of money (r.movesMoney)
 // fsyncs it, before it returns.
 func (l *ledger) Append(r *Record) error {
-	req := appendReqs.Get().(*appendReq)
-	req.line = append(r.appendJSON(req.line[:0]), '\n')
-	req.date, req.durable = r.Date, r.movesMoney()
-	select {
-	case l.reqs <- req:
-	case <-l.done:
-		appendReqs.Put(req) // the writer never saw it
+	buf := lines.Get().(*[]byte)
+	*buf = append(r.appendJSON((*buf)[:0]), '\n')
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		lines.Put(buf)
 		return errLedgerClosed
 	}
-	select {
-	case err := <-req.err:
-		appendReqs.Put(req) // answered: the writer is done with it
+	f, err := l.file(r.Date)
+	if err == nil {
+		_, err = f.Write(*buf)
+	}
+	lines.Put(buf)
+	if err != nil {
+		l.mu.Unlock()
 		return err
-	case <-l.done:
-		return errLedgerClosed // the writer may still answer it: not reused
 	}
+	l.written++
+	mine := l.written
+	l.dirty[f] = mine
+	if !r.movesMoney() {
+		if !l.lagSet {
+			l.lagSet = true
+			l.lag.Reset(syncLag)
+		}
+		l.mu.Unlock()
+		return nil
+	}
+	err = l.syncThrough(f, mine)
+	l.mu.Unlock()
+	return err
 }
 
-// writer writes every queued record in one go, fsyncs the files touched
-// when one of the records moves money (else within syncLag), then answers
-// the batch.
-func (l *ledger) writer() {
-	defer close(l.exited)
-	var batch []*appendReq
-	lag := time.NewTimer(syncLag)
-	lag.Stop()
+// syncThrough returns once write number n (to f) is fsynced: by the round
+// under way if it covers n, else by the next one, which it leads if no one
+// else does. It returns the fsync's error for f. The caller holds l.mu;
+// it is held again on return.
+func (l *ledger) syncThrough(f *os.File, n uint64) error {
 	for {
-		select {
-		case r := <-l.reqs:
-			batch = append(batch[:0], r)
-		case <-lag.C:
-			l.syncDirty()
+		if r := l.round; r != nil {
+			l.mu.Unlock()
+			<-r.done
+			l.mu.Lock()
+			if r.upTo >= n {
+				return r.errs[f]
+			}
 			continue
-		case <-l.done:
-			l.syncDirty()
-			for _, f := range l.files {
-				f.Close()
-			}
-			return
 		}
-	drain:
-		for len(batch) < 4096 {
-			select {
-			case r := <-l.reqs:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
+		if last, ok := l.dirty[f]; !ok || last < n {
+			// A round covered n while this one waited for the mutex.
+			return l.failed(f, n)
 		}
-		durable := false
-		touched := map[*os.File]error{}
-		for _, r := range batch {
-			durable = durable || r.durable
-			f, err := l.file(r.date)
-			if err == nil {
-				_, err = f.Write(r.line)
-			}
-			if err != nil {
-				touched[f] = err
-			} else if _, seen := touched[f]; !seen {
-				touched[f] = nil
-			}
-		}
-		wasClean := len(l.dirty) == 0
-		for f, err := range touched {
-			if f != nil && err == nil {
-				l.dirty[f] = true
-			}
-		}
-		if durable {
-			// One fsync per file covers every earlier write to it, the
-			// authorisations waiting for their lag too.
-			for f := range l.dirty {
-				if err := f.Sync(); err != nil && touched[f] == nil {
-					if _, ok := touched[f]; ok {
-						touched[f] = err
-					}
-				}
-				delete(l.dirty, f)
-			}
-		} else if wasClean && len(l.dirty) > 0 {
-			lag.Reset(syncLag)
-		}
-		for _, r := range batch {
-			f, err := l.file(r.date)
-			if err == nil {
-				err = touched[f]
-			}
-			r.err <- err
-		}
+		return l.syncRound()
 	}
 }
 
-// syncDirty fsyncs what was written since the last fsync. A failure has
-// no one to tell: those authorisations were answered when written.
-func (l *ledger) syncDirty() {
-	for f := range l.dirty {
-		f.Sync()
-		delete(l.dirty, f)
+// failed is the error of the failed round that covered write n to f, nil
+// when none did.
+func (l *ledger) failed(f *os.File, n uint64) error {
+	for _, r := range l.failures {
+		if last, ok := r.files[f]; ok && last >= n && r.errs[f] != nil {
+			return r.errs[f]
+		}
 	}
+	return nil
+}
+
+// syncRound fsyncs every file written since its last fsync, outside l.mu,
+// and returns the first error (the caller's file's is what it needs; a
+// leader called with l.dirty holding only its own file in the usual case).
+// The caller holds l.mu and no round is under way.
+func (l *ledger) syncRound() error {
+	r := &syncRound{upTo: l.written, files: l.dirty, done: make(chan struct{})}
+	l.dirty = make(map[*os.File]uint64, len(r.files))
+	l.round = r
+	if l.lagSet {
+		l.lagSet = false
+		l.lag.Stop() // this round covers what the lag waited for
+	}
+	l.mu.Unlock()
+	var first error
+	for f := range r.files {
+		if err := f.Sync(); err != nil {
+			if r.errs == nil {
+				r.errs = map[*os.File]error{}
+			}
+			r.errs[f] = err
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	l.mu.Lock()
+	l.round = nil
+	if r.errs != nil {
+		l.failures = append(l.failures, r)
+		if len(l.failures) > failuresKept {
+			l.failures = l.failures[1:]
+		}
+	}
+	close(r.done)
+	return first
+}
+
+// lagRanOut fsyncs the authorisations written since the last fsync.
+func (l *ledger) lagRanOut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lagSet = false
+	if l.closed || len(l.dirty) == 0 {
+		return // Close fsyncs
+	}
+	if l.round != nil {
+		// Let the round end, then fsync what it did not cover.
+		l.lagSet = true
+		l.lag.Reset(syncLag / 4)
+		return
+	}
+	l.syncRound() // no one to tell of a failure: those were answered when written
 }
 
 func (l *ledger) file(date string) (*os.File, error) {
@@ -227,7 +260,9 @@ func (l *ledger) file(date string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(l.files) >= 4 { // an old day is done with; keep the descriptors few
+	// An old day is done with; keep the descriptors few. Not while a
+	// round fsyncs: it may hold one of them.
+	if len(l.files) >= 4 && l.round == nil {
 		for d, old := range l.files {
 			if d < date {
 				old.Sync() // it may hold authorisations waiting for their lag
@@ -241,13 +276,30 @@ func (l *ledger) file(date string) (*os.File, error) {
 	return f, nil
 }
 
-// Close stops the ledger's writer and closes its files. It returns once
-// the writer has stopped: nothing is written after it, so a
+// Close refuses new appends, waits for the fsync under way, fsyncs what
+// is left and closes the files. Nothing is written after it returns, so a
 // host opened on the same directory next (a restart) reads every record
 // the closed one wrote.
 func (l *ledger) Close() {
-	l.once.Do(func() { close(l.done) })
-	<-l.exited
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	for l.round != nil {
+		r := l.round
+		l.mu.Unlock()
+		<-r.done
+		l.mu.Lock()
+	}
+	l.lag.Stop()
+	l.lagSet = false
+	for f := range l.dirty {
+		f.Sync()
+	}
+	clear(l.dirty)
+	for d, f := range l.files {
+		f.Close()
+		delete(l.files, d)
+	}
 }
 
 // days lists the dates that have a ledger file, oldest first.
