@@ -90,10 +90,8 @@ func (h *Host) handle(req *iso8583.Message) *iso8583.Message {
 // answerTo starts the answer: the response MTI (third digit + 1, a repeat's
 // last digit dropped: 0221 → 0230) and the fields it echoes.
 func answerTo(req *iso8583.Message) *iso8583.Message {
-	mti := []byte(req.MTI)
-	mti[2]++
-	mti[3] = '0'
-	resp := iso8583.New(string(mti))
+	resp := messages.Get().(*iso8583.Message)
+	resp.Reset(responseMTI(req.MTI))
 	for _, f := range []int{3, 4, 7, 11, 12, 13, 37, 41, 42, 49} {
 		if v, ok := req.Get(f); ok {
 			resp.Set(f, v)
@@ -102,12 +100,32 @@ func answerTo(req *iso8583.Message) *iso8583.Message {
 	return resp
 }
 
+// responseMTI is the answer's MTI to a request's: a literal for those the
+// host serves (no allocation), else the third digit + 1 and the last 0.
+func responseMTI(mti string) string {
+	switch mti {
+	case "0100":
+		return "0110"
+	case "0200":
+		return "0210"
+	case "0220", "0221":
+		return "0230"
+	case "0400", "0401":
+		return "0410"
+	case "0800":
+		return "0810"
+	}
+	b := []byte(mti)
+	b[2]++
+	b[3] = '0'
+	return string(b)
+}
+
 // decideOnce returns the record of req's first decision: made now and
 // written to the ledger if there is none, else the one made before (a
 // repeat, concurrent or after a restart).
 func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
-	k := key(kind, req.Value(iso8583.FieldCardAcceptorID), req.Value(iso8583.FieldRRN),
-		req.Value(iso8583.FieldSTAN), req.Value(iso8583.FieldTransmissionTime))
+	k, f := recordFields(kind, req)
 	h.mu.Lock()
 	for {
 		if r, ok := h.index[k]; ok {
@@ -133,10 +151,8 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 	now := h.cfg.Now().UTC()
 	amount, _ := strconv.ParseInt(req.Value(iso8583.FieldAmount), 10, 64)
 	r := &Record{
-		Time: now.UnixNano(), Date: now.Format(time.DateOnly), Kind: kind, MTI: req.MTI,
-		MID: req.Value(iso8583.FieldCardAcceptorID), RRN: req.Value(iso8583.FieldRRN),
-		STAN: req.Value(iso8583.FieldSTAN), Sent: req.Value(iso8583.FieldTransmissionTime),
-		Amount: amount, Currency: req.Value(iso8583.FieldCurrency),
+		Time: now.UnixNano(), Date: now.Format(time.DateOnly), Kind: kind, MTI: f.mti,
+		MID: f.mid, RRN: f.rrn, STAN: f.stan, Sent: f.sent, Amount: amount, Currency: f.currency,
 	}
 	if kind == KindCapture || kind == KindReversal {
 		h.adviceMu.Lock()
@@ -153,6 +169,30 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 	}
 	h.mu.Unlock()
 	return r, nil
+}
+
+// messageFields are the request's fields a record keeps.
+type messageFields struct{ mti, mid, rrn, stan, sent, currency string }
+
+// recordFields returns req's repeat key (key) and the fields its record
+// keeps, all made in one string: not substrings of the request's frame,
+// which holds the card number and CVV and must not live on in the repeat
+// index with the record.
+func recordFields(kind string, req *iso8583.Message) (string, messageFields) {
+	mid, rrn := req.Value(iso8583.FieldCardAcceptorID), req.Value(iso8583.FieldRRN)
+	stan, sent := req.Value(iso8583.FieldSTAN), req.Value(iso8583.FieldTransmissionTime)
+	cur := req.Value(iso8583.FieldCurrency)
+	k := key(kind, mid, rrn, stan, sent)
+	all := k + "|" + req.MTI + "|" + mid + "|" + rrn + "|" + stan + "|" + sent + "|" + cur
+	k, rest := all[:len(k)], all[len(k)+1:]
+	next := func(n int) string {
+		v := rest[:n]
+		rest = rest[min(n+1, len(rest)):]
+		return v
+	}
+	f := messageFields{mti: next(len(req.MTI)), mid: next(len(mid)), rrn: next(len(rrn)), stan: next(len(stan)),
+		sent: next(len(sent)), currency: next(len(cur))}
+	return k, f
 }
 
 // decide fills r's answer. For a capture or reversal the caller holds

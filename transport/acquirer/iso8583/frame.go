@@ -162,20 +162,32 @@ func NewFrameReader(r io.Reader) *FrameReader {
 	return &FrameReader{r: bufio.NewReaderSize(r, 16<<10)}
 }
 
+// NextInto is Next reading into m, replacing what m held: for a reader
+// that reuses its messages (the acquirer host answers one and is done with
+// it). The fields of m are substrings of a copy of the frame, so they stay
+// valid after m is reused.
+func (fr *FrameReader) NextInto(m *Message, malformed func(error)) error {
+	for {
+		b, err := ReadFrame(fr.r, fr.buf)
+		if err != nil {
+			return err
+		}
+		fr.buf = b // Unpack copies: the next frame may reuse it
+		err = m.Unpack(b)
+		if err == nil {
+			return nil
+		}
+		malformed(err)
+	}
+}
+
 // Next reads and unpacks the next message. A frame that is not a valid
 // message is skipped and reported through malformed (its error names a
 // field, never a value); an error is the connection's.
 func (fr *FrameReader) Next(malformed func(error)) (*Message, error) {
-	for {
-		b, err := ReadFrame(fr.r, fr.buf)
-		if err != nil {
-			return nil, err
-		}
-		fr.buf = b // Unpack copies: the next frame may reuse it
-		m, err := Unpack(b)
-		if err == nil {
-			return m, nil
-		}
-		malformed(err)
+	m := &Message{}
+	if err := fr.NextInto(m, malformed); err != nil {
+		return nil, err
 	}
+	return m, nil
 }

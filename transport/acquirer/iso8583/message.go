@@ -30,6 +30,9 @@ const inlineFields = 20
 // New returns a message of the given MTI.
 func New(mti string) *Message { return &Message{MTI: mti} }
 
+// Reset empties m and gives it the MTI mti, for reuse.
+func (m *Message) Reset(mti string) { *m = Message{MTI: mti} }
+
 // Set sets field n to v. The value is checked by Pack, not here, so a
 // message can be built in any order; Set panics only for a field number
 // outside 2..128, a programming error.
