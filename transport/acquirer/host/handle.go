@@ -2,6 +2,7 @@ package host
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/paygate/gateway/transport/acquirer"
@@ -151,7 +152,7 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 	now := h.cfg.Now().UTC()
 	amount, _ := strconv.ParseInt(req.Value(iso8583.FieldAmount), 10, 64)
 	r := &Record{
-		Time: now.UnixNano(), Date: now.Format(time.DateOnly), Kind: kind, MTI: f.mti,
+		Time: now.UnixNano(), Date: h.date(now), Kind: kind, MTI: f.mti,
 		MID: f.mid, RRN: f.rrn, STAN: f.stan, Sent: f.sent, Amount: amount, Currency: f.currency,
 	}
 	if kind == KindCapture || kind == KindReversal {
@@ -171,28 +172,52 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 	return r, nil
 }
 
+// date is now's UTC day, YYYY-MM-DD, formatted once a day rather than
+// once a record.
+func (h *Host) date(now time.Time) string {
+	y, m, d := now.Date()
+	if c := h.day.Load(); c != nil && c.y == y && c.m == m && c.d == d {
+		return c.s
+	}
+	c := &day{y: y, m: m, d: d, s: now.Format(time.DateOnly)}
+	h.day.Store(c)
+	return c.s
+}
+
+// day is a formatted UTC day.
+type day struct {
+	y, d int
+	m    time.Month
+	s    string
+}
+
 // messageFields are the request's fields a record keeps.
 type messageFields struct{ mti, mid, rrn, stan, sent, currency string }
 
 // recordFields returns req's repeat key (key) and the fields its record
-// keeps, all made in one string: not substrings of the request's frame,
-// which holds the card number and CVV and must not live on in the repeat
-// index with the record.
+// keeps, all made in one string (one allocation): not substrings of the
+// request's frame, which holds the card number and CVV and must not live
+// on in the repeat index with the record.
 func recordFields(kind string, req *iso8583.Message) (string, messageFields) {
 	mid, rrn := req.Value(iso8583.FieldCardAcceptorID), req.Value(iso8583.FieldRRN)
 	stan, sent := req.Value(iso8583.FieldSTAN), req.Value(iso8583.FieldTransmissionTime)
 	cur := req.Value(iso8583.FieldCurrency)
-	k := key(kind, mid, rrn, stan, sent)
-	all := k + "|" + req.MTI + "|" + mid + "|" + rrn + "|" + stan + "|" + sent + "|" + cur
-	k, rest := all[:len(k)], all[len(k)+1:]
-	next := func(n int) string {
-		v := rest[:n]
-		rest = rest[min(n+1, len(rest)):]
-		return v
+	parts := [...]string{req.MTI, mid, rrn, stan, sent, cur}
+	var b strings.Builder
+	b.Grow(len(kind) + 2*(len(mid)+len(rrn)+len(stan)+len(sent)) + len(req.MTI) + len(cur) + 8)
+	appendKey(&b, kind, mid, rrn, stan, sent)
+	klen := b.Len()
+	ends := [len(parts)]int{}
+	for i, p := range parts {
+		b.WriteString(p)
+		ends[i] = b.Len()
 	}
-	f := messageFields{mti: next(len(req.MTI)), mid: next(len(mid)), rrn: next(len(rrn)), stan: next(len(stan)),
-		sent: next(len(sent)), currency: next(len(cur))}
-	return k, f
+	all := b.String()
+	var v [len(parts)]string
+	for i, start := 0, klen; i < len(parts); i++ {
+		v[i], start = all[start:ends[i]], ends[i]
+	}
+	return all[:klen], messageFields{mti: v[0], mid: v[1], rrn: v[2], stan: v[3], sent: v[4], currency: v[5]}
 }
 
 // decide fills r's answer. For a capture or reversal the caller holds

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,7 @@ type Host struct {
 	ledger *ledger
 
 	faults atomic.Pointer[Faults]
+	day    atomic.Pointer[day] // the last record's date (handle.go)
 	// lastRefusal (Unix ns) rate-limits the refused-handshake log line
 	// (tls.go).
 	lastRefusal atomic.Int64
@@ -193,14 +195,28 @@ func (h *Host) originalByKey(k string) *original {
 // gives a movement another STAN). One concatenation: the key is made per
 // message, and an authorisation's leaves stan and sent out.
 func key(kind, mid, rrn, stan, sent string) string {
+	var b strings.Builder
+	b.Grow(len(kind) + len(mid) + len(rrn) + len(stan) + len(sent) + 3)
+	appendKey(&b, kind, mid, rrn, stan, sent)
+	return b.String()
+}
+
+// appendKey writes key's bytes to b.
+func appendKey(b *strings.Builder, kind, mid, rrn, stan, sent string) {
 	class := kind
 	if kind == KindRefund {
 		class = KindSale
 	}
+	b.WriteString(class)
+	b.WriteByte('|')
+	b.WriteString(mid)
+	b.WriteByte('|')
+	b.WriteString(rrn)
 	if kind == KindCapture || kind == KindReversal {
-		return class + "|" + mid + "|" + rrn + "|" + stan + sent
+		b.WriteByte('|')
+		b.WriteString(stan)
+		b.WriteString(sent)
 	}
-	return class + "|" + mid + "|" + rrn
 }
 
 func origKey(mid, stan, sent string) string { return mid + "|" + stan + "|" + sent }

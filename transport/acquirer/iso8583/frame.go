@@ -153,8 +153,9 @@ func put2(b []byte, v int) { b[0], b[1] = byte('0'+v/10), byte('0'+v%10) }
 // FrameReader reads length-prefixed messages from one connection, several
 // frames per read system call under load.
 type FrameReader struct {
-	r   *bufio.Reader
-	buf []byte
+	r      *bufio.Reader
+	buf    []byte // a frame longer than r's buffer
+	peeked int    // bytes of r's buffer the last frame was read from in place
 }
 
 // NewFrameReader returns a FrameReader on r.
@@ -168,17 +169,57 @@ func NewFrameReader(r io.Reader) *FrameReader {
 // valid after m is reused.
 func (fr *FrameReader) NextInto(m *Message, malformed func(error)) error {
 	for {
-		b, err := ReadFrame(fr.r, fr.buf)
+		b, err := fr.frame()
 		if err != nil {
 			return err
 		}
-		fr.buf = b // Unpack copies: the next frame may reuse it
 		err = m.Unpack(b)
+		fr.r.Discard(fr.peeked) // Unpack copied what it keeps
 		if err == nil {
 			return nil
 		}
 		malformed(err)
 	}
+}
+
+// frame returns the next frame's bytes, without the prefix: in the read
+// buffer when it fits there (Peek, no copy; NextInto discards it after
+// unpacking), else read into fr.buf. No allocation but fr.buf's growth
+// (ReadFrame's prefix array escapes through the io.Reader interface: an
+// allocation a message).
+func (fr *FrameReader) frame() ([]byte, error) {
+	fr.peeked = 0
+	prefix, err := fr.r.Peek(2)
+	if len(prefix) < 2 {
+		if err == io.EOF && len(prefix) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	size := int(binary.BigEndian.Uint16(prefix))
+	if 2+size <= fr.r.Size() {
+		b, err := fr.r.Peek(2 + size)
+		if len(b) < 2+size {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		fr.peeked = 2 + size
+		return b[2:], nil
+	}
+	fr.r.Discard(2)
+	if cap(fr.buf) < size {
+		fr.buf = make([]byte, size)
+	}
+	b := fr.buf[:size]
+	if _, err := io.ReadFull(fr.r, b); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return b, nil
 }
 
 // Next reads and unpacks the next message. A frame that is not a valid

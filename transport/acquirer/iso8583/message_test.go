@@ -332,3 +332,51 @@ func TestSetNumber(t *testing.T) {
 		}
 	}
 }
+
+// FrameReader reads frames in place from its buffer when they fit and into
+// its own buffer when not, skips a malformed one (reporting it), and a
+// message reused by NextInto leaves the strings read from it before
+// intact (they are a copy, not the read buffer).
+func TestFrameReaderInPlaceAndBeyondItsBuffer(t *testing.T) {
+	first := authMessage()
+	second := authMessage().Set(FieldRRN, "999999999999").Set(FieldAdditionalData, strings.Repeat("x", 900))
+	var stream []byte
+	stream, _ = first.AppendFrame(stream)
+	stream = append(stream, 0, 3, 'b', 'a', 'd') // a frame that is no message
+	stream, _ = second.AppendFrame(stream)
+	stream = append(stream, 0, 40, '0', '1')   // cut short
+	for _, size := range []int{16 << 10, 16} { // 16: every frame is longer than the buffer
+		fr := &FrameReader{r: bufio.NewReaderSize(bytes.NewReader(stream), size)}
+		var bad []error
+		malformed := func(err error) { bad = append(bad, err) }
+		m := &Message{}
+		if err := fr.NextInto(m, malformed); err != nil {
+			t.Fatalf("buffer %d: first frame: %v", size, err)
+		}
+		rrn, f48 := m.Value(FieldRRN), m.Value(FieldAdditionalData)
+		want, _ := first.Pack()
+		if got, _ := m.Pack(); !bytes.Equal(got, want) {
+			t.Fatalf("buffer %d: first message %x, want %x", size, got, want)
+		}
+		if err := fr.NextInto(m, malformed); err != nil {
+			t.Fatalf("buffer %d: second frame: %v", size, err)
+		}
+		want, _ = second.Pack()
+		if got, _ := m.Pack(); !bytes.Equal(got, want) {
+			t.Fatalf("buffer %d: second message %x, want %x", size, got, want)
+		}
+		if len(bad) != 1 {
+			t.Fatalf("buffer %d: %d malformed frames reported, want 1", size, len(bad))
+		}
+		if rrn != first.Value(FieldRRN) || f48 != first.Value(FieldAdditionalData) {
+			t.Fatalf("buffer %d: the first message's values changed after the reader went on: %q %q", size, rrn, f48)
+		}
+		if err := fr.NextInto(m, malformed); err != io.ErrUnexpectedEOF {
+			t.Fatalf("buffer %d: truncated frame: %v, want io.ErrUnexpectedEOF", size, err)
+		}
+	}
+	fr := NewFrameReader(bytes.NewReader(nil))
+	if _, err := fr.Next(func(error) {}); err != io.EOF {
+		t.Fatalf("empty stream: %v, want io.EOF", err)
+	}
+}

@@ -430,8 +430,8 @@ func (c *Client) read(conn net.Conn) {
 		unmatchedAnswers.Inc()
 	}
 	for {
-		m, err := r.Next(malformed)
-		if err != nil {
+		m := messages.Get().(*iso8583.Message) // Authorize puts its answer back
+		if err := r.NextInto(m, malformed); err != nil {
 			return
 		}
 		c.lastTraffic.Store(time.Now().UnixNano())
@@ -446,6 +446,7 @@ func (c *Client) read(conn net.Conn) {
 		c.mu.Unlock()
 		if cl == nil {
 			unmatchedAnswers.Inc() // a duplicate, or late after its timeout
+			messages.Put(m)
 			continue
 		}
 		cl.answer <- m
