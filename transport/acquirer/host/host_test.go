@@ -285,3 +285,100 @@ func TestMovementDeclineAmount(t *testing.T) {
 		t.Fatal("DeclinesMove")
 	}
 }
+
+// Many requests in flight on one connection, written in one go before any
+// answer is read: authorisations and echoes (answered on the connection's
+// reader goroutine), sales and captures (each on its own goroutine, sharing
+// fsyncs), repeats of an authorisation in the same burst. Every request
+// gets exactly one answer, matched by its STAN, with its own decision; each
+// repeat gets its first answer; each authorisation is decided once; and
+// after a restart the ledger answers them all again as before.
+func TestPipelinedRequestsOnOneConnection(t *testing.T) {
+	dir := t.TempDir()
+	h, addr := openHost(t, dir)
+	type sent struct {
+		m       *iso8583.Message
+		mti     string // of the answer
+		code    string // field 39 expected
+		repeats string // the STAN whose answer it repeats, "" if none
+	}
+	var reqs []sent
+	stan := 0
+	next := func() string { stan++; return fmt.Sprintf("%06d", stan) }
+	cards := []struct{ pan, code string }{{acquirer.CardVisaApproved, "00"}, {acquirer.CardDoNotHonour, "05"}, {acquirer.CardInsufficientFunds, "51"}}
+	for i := range 60 {
+		c := cards[i%len(cards)]
+		s := next()
+		reqs = append(reqs, sent{m: financial("0100", "000000", s, fmt.Sprintf("RRNA%08d", i), c.pan, 1000), mti: "0110", code: c.code})
+		if i%10 == 0 { // its repeat, later in the same burst, with another STAN
+			reqs = append(reqs, sent{m: financial("0100", "000000", next(), fmt.Sprintf("RRNA%08d", i), c.pan, 1000), mti: "0110", code: c.code, repeats: s})
+		}
+		if i%3 == 0 { // a capture of an approved one; its original goes out before it on the line
+			reqs = append(reqs, sent{m: advice("0220", next(), fmt.Sprintf("RRNA%08d", i), "0100", s, 600), mti: "0230", code: "00"})
+		}
+		if i%4 == 0 {
+			reqs = append(reqs, sent{m: financial("0200", "000000", next(), fmt.Sprintf("RRNS%08d", i), acquirer.CardVisaApproved, 700), mti: "0210", code: "00"})
+		}
+		if i%7 == 0 {
+			reqs = append(reqs, sent{m: iso8583.New("0800").Set(iso8583.FieldTransmissionTime, "1128103000").
+				Set(iso8583.FieldSTAN, next()).Set(iso8583.FieldNetworkManagement, "301"), mti: "0810", code: "00"})
+		}
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var burst []byte
+	for _, r := range reqs {
+		if burst, err = r.m.AppendFrame(burst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	fr := iso8583.NewFrameReader(c)
+	answers := map[string]*iso8583.Message{}
+	for range reqs {
+		a, err := fr.Next(func(err error) { t.Errorf("malformed answer: %v", err) })
+		if err != nil {
+			t.Fatalf("%d answers of %d: %v", len(answers), len(reqs), err)
+		}
+		if answers[a.Value(11)] != nil {
+			t.Fatalf("two answers for STAN %s", a.Value(11))
+		}
+		answers[a.Value(11)] = a
+	}
+	for _, r := range reqs {
+		s := r.m.Value(11)
+		a := answers[s]
+		if a == nil || a.MTI != r.mti || a.Value(39) != r.code || a.Value(37) != r.m.Value(37) {
+			t.Fatalf("request %s %s (RRN %s): answer %v, want %s with %s", r.m.MTI, s, r.m.Value(37), a, r.mti, r.code)
+		}
+		if r.repeats != "" {
+			first := answers[r.repeats]
+			if a.Value(38) != first.Value(38) || a.Value(48) != first.Value(48) {
+				t.Fatalf("repeat %s: %s, want the first answer %s", s, a.Dump(), first.Dump())
+			}
+		}
+	}
+	if got, want := h.Total(), 60+15; got != want { // authorisations once each, and the sales
+		t.Fatalf("decided %d authorisations and sales, want %d", got, want)
+	}
+	h.Close()
+	h2, addr2 := openHost(t, dir)
+	for _, r := range reqs[:12] {
+		if r.m.MTI != "0100" && r.m.MTI != "0220" {
+			continue
+		}
+		again := exchange(t, addr2, r.m)
+		if first := answers[r.m.Value(11)]; again.Value(39) != first.Value(39) || again.Value(38) != first.Value(38) {
+			t.Fatalf("after restart, %s %s: %s, want %s", r.m.MTI, r.m.Value(11), again.Dump(), first.Dump())
+		}
+	}
+	if h2.Total() != 0 {
+		t.Fatalf("the restarted host decided %d again", h2.Total())
+	}
+}
