@@ -183,7 +183,7 @@ func (l *ledger) syncThrough(f *os.File, n uint64) error {
 			// A round covered n while this one waited for the mutex.
 			return l.failed(f, n)
 		}
-		return l.syncRound()
+		return l.syncRound().errs[f]
 	}
 }
 
@@ -199,10 +199,10 @@ func (l *ledger) failed(f *os.File, n uint64) error {
 }
 
 // syncRound fsyncs every file written since its last fsync, outside l.mu,
-// and returns the first error (the caller's file's is what it needs; a
-// leader called with l.dirty holding only its own file in the usual case).
-// The caller holds l.mu and no round is under way.
-func (l *ledger) syncRound() error {
+// and returns the round (its errs: the files whose fsync failed). The
+// caller holds l.mu and no round is under way; l.mu is held again on
+// return.
+func (l *ledger) syncRound() *syncRound {
 	r := &syncRound{upTo: l.written, files: l.dirty, done: make(chan struct{})}
 	l.dirty = make(map[*os.File]uint64, len(r.files))
 	l.round = r
@@ -211,16 +211,12 @@ func (l *ledger) syncRound() error {
 		l.lag.Stop() // this round covers what the lag waited for
 	}
 	l.mu.Unlock()
-	var first error
 	for f := range r.files {
 		if err := f.Sync(); err != nil {
 			if r.errs == nil {
 				r.errs = map[*os.File]error{}
 			}
 			r.errs[f] = err
-			if first == nil {
-				first = err
-			}
 		}
 	}
 	l.mu.Lock()
@@ -232,7 +228,7 @@ func (l *ledger) syncRound() error {
 		}
 	}
 	close(r.done)
-	return first
+	return r
 }
 
 // lagRanOut fsyncs the authorisations written since the last fsync.
