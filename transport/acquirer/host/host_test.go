@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/paygate/gateway/transport/acquirer"
 	"github.com/paygate/gateway/transport/acquirer/iso8583"
@@ -380,5 +381,43 @@ func TestPipelinedRequestsOnOneConnection(t *testing.T) {
 	}
 	if h2.Total() != 0 {
 		t.Fatalf("the restarted host decided %d again", h2.Total())
+	}
+}
+
+// A decided record keeps none of its request's frame: its fields are not
+// substrings of it, so the frame (card number, CVV) is not kept alive in
+// memory by the repeat index, and the request's message can be reused.
+func TestRecordKeepsNoPartOfTheRequestFrame(t *testing.T) {
+	h, _ := openHost(t, t.TempDir())
+	packed, err := financial("0100", "000000", "000042", "RRN000000042", acquirer.CardVisaApproved, 1000).Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := iso8583.Unpack(packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unpack's values are substrings of one copy of the frame, which starts
+	// with the MTI.
+	start := uintptr(unsafe.Pointer(unsafe.StringData(req.MTI)))
+	inFrame := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return len(s) > 0 && p >= start && p < start+uintptr(len(packed))
+	}
+	if !inFrame(req.Value(iso8583.FieldPAN)) {
+		t.Fatal("the test's premise failed: the card number is not in the frame's copy")
+	}
+	r, err := h.decideOnce(KindAuth, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"mti": r.MTI, "mid": r.MID, "rrn": r.RRN, "stan": r.STAN, "sent": r.Sent,
+		"currency": r.Currency, "date": r.Date, "auth_code": r.AuthCode, "arn": r.ARN} {
+		if inFrame(v) {
+			t.Errorf("record field %s (%q) is a substring of the request's frame", name, v)
+		}
+	}
+	if r.MID != mid || r.RRN != "RRN000000042" || r.STAN != "000042" || r.Sent != "1128103000" || r.Currency != "840" || r.MTI != "0100" {
+		t.Fatalf("record %+v does not hold the request's fields", r)
 	}
 }
