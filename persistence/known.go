@@ -19,7 +19,8 @@ import (
 // before its batch commits, so the filter always covers the store (a key
 // from a batch that then failed to commit only costs a needless lookup;
 // such a failure stops the node anyway). Open fills it from the store and
-// Restore refills it, in the background (loadKnownOrders).
+// Restore refills it, in the background (loadKnownOrders), which then
+// warms the search indexes' blocks (warmSearchIndex).
 //
 // When a filter reaches its capacity a new one twice as large is added
 // (a scalable Bloom filter), so a growing store keeps its error rate
@@ -68,6 +69,7 @@ func (s *Store) loadKnownOrders() {
 			s.logger.Error("load the filter of order keys; every create reads Pebble", "error", err)
 		default:
 			k.complete.Store(true)
+			s.warmSearchIndex()
 		}
 	}()
 }

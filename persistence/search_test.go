@@ -364,3 +364,34 @@ func TestSearchIndexRebuiltIdenticallyAfterRestoreAndBackfill(t *testing.T) {
 		t.Fatal("a restore of an index-less snapshot did not rebuild the index")
 	}
 }
+
+// A reopened store warms its search indexes' blocks in the background
+// (warmSearchIndex), as its scan of the orders warms theirs: once that is
+// done, searches read no block from the files. Without the warm-up every
+// index block a search reads is a miss.
+func TestSearchReadsNoBlockFromTheFilesAfterTheWarmUp(t *testing.T) {
+	f := newSearchFixture(t)
+	f.add(2000, 1e18)
+	if err := f.ts.db.Flush(); err != nil { // into sstables, not the WAL
+		t.Fatal(err)
+	}
+	f.ts.reopen()
+	f.ts.loading.Wait()
+	before := f.ts.db.Metrics().BlockCache.Misses
+	found := 0
+	for range 200 {
+		flt := f.randomFilter(-1)
+		flt.Limit = 20
+		page, err := f.ts.SearchOrders(flt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found += len(page.Orders)
+	}
+	if found == 0 {
+		t.Fatal("the searches found no order: they read nothing worth checking")
+	}
+	if misses := f.ts.db.Metrics().BlockCache.Misses - before; misses != 0 {
+		t.Errorf("200 searches after the warm-up read %d blocks from the files, want 0", misses)
+	}
+}
