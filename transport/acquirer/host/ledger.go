@@ -82,14 +82,18 @@ type ledger struct {
 	dir string
 	lag *time.Timer // fsyncs authorisations' records syncLag after their write
 
-	mu       sync.Mutex
-	closed   bool
-	lagSet   bool                // lag is armed
-	files    map[string]*os.File // by date
-	dirty    map[*os.File]uint64 // written since their last fsync: the last write's number
-	written  uint64              // lines written so far (their numbers: 1, 2, …)
-	round    *syncRound          // the fsync under way, nil if none
-	failures []*syncRound        // the last rounds that failed, for their waiters
+	mu      sync.Mutex
+	closed  bool
+	lagSet  bool                // lag is armed
+	files   map[string]*os.File // by date
+	dirty   map[*os.File]uint64 // written since their last fsync: the last write's number
+	written uint64              // lines written so far (their numbers: 1, 2, …)
+	round   *syncRound          // the fsync under way, nil if none
+	// syncedUpTo is the last ended round's upTo: every write numbered up
+	// to it has had its fsync (rounds run one at a time, each over every
+	// file written before it began).
+	syncedUpTo uint64
+	failures   []*syncRound // the last rounds that failed, for their waiters
 }
 
 // syncRound is one group fsync: it covers the writes numbered up to upTo.
@@ -166,24 +170,22 @@ func (l *ledger) Append(r *Record) error {
 
 // syncThrough returns once write number n (to f) is fsynced: by the round
 // under way if it covers n, else by the next one, which it leads if no one
-// else does. It returns the fsync's error for f. The caller holds l.mu;
-// it is held again on return.
+// else does. It returns the error of the round that covered n for f. The
+// caller holds l.mu; it is held again on return.
 func (l *ledger) syncThrough(f *os.File, n uint64) error {
 	for {
+		if l.syncedUpTo >= n {
+			// A round covered n (every round fsyncs every file written
+			// before it began), possibly while this one waited for mu.
+			return l.failed(f, n)
+		}
 		if r := l.round; r != nil {
 			l.mu.Unlock()
 			<-r.done
 			l.mu.Lock()
-			if r.upTo >= n {
-				return r.errs[f]
-			}
 			continue
 		}
-		if last, ok := l.dirty[f]; !ok || last < n {
-			// A round covered n while this one waited for the mutex.
-			return l.failed(f, n)
-		}
-		return l.syncRound().errs[f]
+		l.syncRound()
 	}
 }
 
@@ -221,6 +223,7 @@ func (l *ledger) syncRound() *syncRound {
 	}
 	l.mu.Lock()
 	l.round = nil
+	l.syncedUpTo = r.upTo
 	if r.errs != nil {
 		l.failures = append(l.failures, r)
 		if len(l.failures) > failuresKept {
