@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"github.com/paygate/gateway/node/nodetest"
 	"io"
 	"net/http"
 	"runtime"
@@ -44,6 +45,26 @@ func BenchmarkLifecycleCallAcquirer(b *testing.B) {
 }
 
 func withCallAcquirer(c *Config) { c.acquirer = &callAcquirer{} }
+
+// BenchmarkChargeAcquirerd and BenchmarkLifecycleAcquirerd run the link to
+// the sandbox host in its own process (cmd/acquirerd, over loopback TCP),
+// as a node runs against an acquirer in production: cpu-ns/op is then the
+// node's CPU (and the harness's) without the host's, whose decisions and
+// ledger (an fsync a movement) are the acquirer's work, not the gateway's.
+// Against the *CallAcquirer pair it is the link's cost to the node
+// (issue 35's bound; docs/acquirer.md, "What the link costs").
+func BenchmarkChargeAcquirerd(b *testing.B) {
+	benchInProcess(b, bench.WorkloadCharge, withAcquirerd(b))
+}
+
+func BenchmarkLifecycleAcquirerd(b *testing.B) {
+	benchInProcess(b, bench.WorkloadLifecycle, withAcquirerd(b))
+}
+
+func withAcquirerd(b *testing.B) func(*Config) {
+	host := nodetest.StartAcquirerd(b)
+	return func(c *Config) { c.AcquirerAddr = host.Listen }
+}
 
 func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 	n := startInProcess(b, options...)
