@@ -1,12 +1,15 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/paygate/gateway/node/nodetest"
 	"io"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,9 +80,10 @@ func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := processCPU()
+	cpu, applied, appends := processCPU(), n.raft.FSM.AppliedIndex(), metricCount("gateway_raft_log_append_seconds_count")
 	rep, err := bench.Run(context.Background(), cfg)
-	cpu = processCPU() - cpu
+	cpu, applied = processCPU()-cpu, n.raft.FSM.AppliedIndex()-applied
+	appends = metricCount("gateway_raft_log_append_seconds_count") - appends
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
@@ -88,6 +92,10 @@ func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 		b.Fatalf("%d requests failed: %+v", rep.Errors.Total, rep.Errors)
 	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	// Raft log entries a request or lifecycle took: commands, and the
+	// batches the FSM applied them in, are where a slower answer shows.
+	b.ReportMetric(float64(applied)/float64(b.N), "log-entries/op")
+	b.ReportMetric(float64(appends)/float64(b.N), "log-appends/op")
 	if workload == bench.WorkloadLifecycle {
 		// Status polls until "authorized": more of them when the
 		// authorisation is slower, each a request of its own.
@@ -96,6 +104,20 @@ func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.NumGC), "GCs")
+}
+
+// metricCount is the value of one sample line of the process's metrics
+// (a histogram's _count), 0 if there is none.
+func metricCount(name string) float64 {
+	var buf bytes.Buffer
+	metrics.WritePrometheus(&buf, false)
+	for line := range strings.Lines(buf.String()) {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v
+		}
+	}
+	return 0
 }
 
 // processCPU is the process's CPU time so far, user and system.
