@@ -81,9 +81,11 @@ func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu, applied, appends := processCPU(), n.raft.FSM.AppliedIndex(), metricCount("gateway_raft_log_append_seconds_count")
+	commands := metricCount("gateway_raft_entry_commands_sum")
 	rep, err := bench.Run(context.Background(), cfg)
 	cpu, applied = processCPU()-cpu, n.raft.FSM.AppliedIndex()-applied
 	appends = metricCount("gateway_raft_log_append_seconds_count") - appends
+	commands = metricCount("gateway_raft_entry_commands_sum") - commands
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
@@ -96,6 +98,7 @@ func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 	// batches the FSM applied them in, are where a slower answer shows.
 	b.ReportMetric(float64(applied)/float64(b.N), "log-entries/op")
 	b.ReportMetric(float64(appends)/float64(b.N), "log-appends/op")
+	b.ReportMetric(commands/float64(b.N), "commands/op")
 	if workload == bench.WorkloadLifecycle {
 		// Status polls until "authorized": more of them when the
 		// authorisation is slower, each a request of its own.
