@@ -136,6 +136,16 @@ func watchPeak(t *testing.T, f func() int) func() int {
 	}
 }
 
+// waitPeakSampled waits until watchPeak's sampler, which runs on its own
+// goroutine, has seen the value the test saw: while the endpoint hangs the
+// count holds still, but a sampler starved on a busy machine may not have
+// looked yet, and the peak checked later must not depend on its timing.
+func waitPeakSampled(t *testing.T, peak func() int, v int) {
+	t.Helper()
+	waitUntil(t, func() bool { return peak() >= v },
+		func() string { return fmt.Sprintf("the sampler saw %d at most, the test %d", peak(), v) })
+}
+
 // expectDueOrder checks that the requests began, each once, for the orders
 // named prefix000, prefix001, … (n of them) in the due order of their
 // notifications: when each was created, as the authorisations' outcomes
@@ -238,6 +248,7 @@ func TestWebhooksOfferedWaitBehindAFullEndpoint(t *testing.T) {
 		func() string {
 			return fmt.Sprintf("the endpoint holds %d, want %d", queuedAt(w, "http://hang.test"), room)
 		})
+	waitPeakSampled(t, peak, room)
 	if p := peak(); p != room {
 		t.Fatalf("the hanging endpoint held %d notifications at most, want %d", p, room)
 	}
@@ -292,6 +303,7 @@ func TestWebhooksNextLeadershipTakesOverAFullEndpoint(t *testing.T) {
 		func() string {
 			return fmt.Sprintf("the new leadership holds %d, want %d", queuedAt(w, "http://hang.test"), room)
 		})
+	waitPeakSampled(t, peak, room)
 	rx.answer()
 	for i := range orders {
 		waitDelivered(t, f, fmt.Sprintf("lead%03d", i), 10*time.Second)
