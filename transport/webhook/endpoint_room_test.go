@@ -206,7 +206,7 @@ func TestWebhooksHangingEndpointHoldsUpOnlyItsOwn(t *testing.T) {
 	for i := range 5 {
 		waitDelivered(t, f, fmt.Sprintf("ok%03d", i), 5*time.Second)
 	}
-	waitScans(t, w, 2) // scans go on passing over the backlog
+	waitScans(t, w, 2)          // scans go on passing over the backlog
 	waitPeakSampled(t, peak, 1) // the first request hangs: at least 1 is held
 	if p := peak(); p > room {
 		t.Fatalf("the hanging endpoint held %d notifications at most, want 1..%d", p, room)
