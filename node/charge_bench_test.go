@@ -8,6 +8,7 @@ import (
 	"github.com/paygate/gateway/node/nodetest"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -69,6 +70,29 @@ func withAcquirerd(b *testing.B) func(*Config) {
 	return func(c *Config) { c.AcquirerAddr = host.Listen }
 }
 
+// NODE_BENCH_RATE=R runs these benchmarks' harness as an open loop of R
+// iterations (charges, lifecycles) a second instead of 64 workers each
+// sending its next request as soon as the last is answered. A closed loop
+// measures CPU per request at each variant's own saturation, and a variant
+// whose answers take longer (a movement waits for the acquirer's durable
+// answer) then runs at a lower rate, where the node's per-entry costs
+// (fsync, Raft, FSM batch) are shared by fewer requests. At one rate both
+// variants carry the same load, so cpu-ns/op compares the work each request
+// costs (docs/acquirer.md, "What the link costs", round 8):
+//
+//	NODE_BENCH_RATE=400 go test -run XXX -bench '^BenchmarkLifecycle(CallAcquirer|Acquirerd)$' -benchtime 2000x ./node/
+func benchRate(b *testing.B) float64 {
+	v := os.Getenv("NODE_BENCH_RATE")
+	if v == "" {
+		return 0
+	}
+	r, err := strconv.ParseFloat(v, 64)
+	if err != nil || r <= 0 {
+		b.Fatalf("NODE_BENCH_RATE=%q: want a positive number of iterations a second", v)
+	}
+	return r
+}
+
 func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 	n := startInProcess(b, options...)
 	defer n.Shutdown(context.Background())
@@ -76,7 +100,7 @@ func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 	cfg := bench.Config{
 		Targets: []string{"http://" + n.Addr()}, MerchantKey: key, MerchantSecret: secret,
 		Workload: workload, Concurrency: 64, Duration: time.Hour,
-		Requests: int64(b.N), Timeout: 10 * time.Second,
+		Requests: int64(b.N), Timeout: 10 * time.Second, Rate: benchRate(b),
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -92,6 +116,15 @@ func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 	}
 	if rep.Errors.Total != 0 {
 		b.Fatalf("%d requests failed: %+v", rep.Errors.Total, rep.Errors)
+	}
+	if ol := rep.OpenLoop; ol != nil {
+		if ol.Dropped != 0 {
+			b.Fatalf("%d arrivals found the queue full: the node does not keep up with NODE_BENCH_RATE=%g", ol.Dropped, cfg.Rate)
+		}
+		// Iterations sent late: a share well above 0 says the rate is
+		// past what the variant sustains, and the run is a closed loop
+		// again in all but name.
+		b.ReportMetric(float64(ol.Late)/float64(b.N), "late/op")
 	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	// Raft log entries a request or lifecycle took: commands, and the

@@ -155,11 +155,12 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 		Time: now.UnixNano(), Date: h.date(now), Kind: kind, MTI: f.mti,
 		MID: f.mid, RRN: f.rrn, STAN: f.stan, Sent: f.sent, Amount: amount, Currency: f.currency,
 	}
-	if kind == KindCapture || kind == KindReversal {
-		h.adviceMu.Lock()
-		defer h.adviceMu.Unlock()
+	if held := h.decide(r, req, now); held != nil {
+		// Deferred after the one above, so run before it: the original
+		// is let go once this advice is remembered (or failed), before
+		// its repeats read its record.
+		defer h.releaseOriginal(held)
 	}
-	h.decide(r, req, now)
 	if err := h.ledger.Append(r); err != nil {
 		return nil, err
 	}
@@ -220,9 +221,10 @@ func recordFields(kind string, req *iso8583.Message) (string, messageFields) {
 	return all[:klen], messageFields{mti: v[0], mid: v[1], rrn: v[2], stan: v[3], sent: v[4], currency: v[5]}
 }
 
-// decide fills r's answer. For a capture or reversal the caller holds
-// h.adviceMu, so its original does not change until it is remembered.
-func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
+// decide fills r's answer. For a capture or reversal of a known original
+// it returns that original, held (advising) so that it does not change
+// until r is remembered; the caller lets it go (releaseOriginal).
+func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) (held *original) {
 	switch r.Kind {
 	case KindAuth, KindSale:
 		decideCard(r, req, now)
@@ -234,11 +236,18 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
 		r.Response = acquirer.RespApproved
 		r.ARN = acquirer.ARN(r.MID + r.RRN)
 	case KindCapture, KindReversal:
+		f90 := req.Value(iso8583.FieldOriginalDataElement)
 		h.mu.Lock()
-		o, orig := h.findOriginal(r.MID, req.Value(iso8583.FieldOriginalDataElement), r.RRN)
+		o, orig := h.findOriginal(r.MID, f90, r.RRN)
+		for o != nil && o.advising {
+			h.advised.Wait()
+			// Looked up again: the repeat index may have let it go.
+			o, orig = h.findOriginal(r.MID, f90, r.RRN)
+		}
 		var snapshot original
 		if o != nil {
-			snapshot = *o
+			o.advising = true
+			held, snapshot = o, *o
 			o = &snapshot
 		}
 		h.mu.Unlock()
@@ -263,6 +272,15 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) {
 			r.ARN = acquirer.ARN(r.MID + r.RRN)
 		}
 	}
+	return held
+}
+
+// releaseOriginal lets o go after its capture or reversal (decide).
+func (h *Host) releaseOriginal(o *original) {
+	h.mu.Lock()
+	o.advising = false
+	h.advised.Broadcast()
+	h.mu.Unlock()
 }
 
 // findOriginal looks up field 90's original (MTI 4, STAN 6, transmission

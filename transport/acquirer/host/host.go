@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,10 @@ type Config struct {
 	// predecessor's host authorised (docs/acquirer.md). acquirerd never
 	// does.
 	CaptureUnknownOriginals bool
+
+	// syncFile, when set, fsyncs a ledger file instead of (*os.File).Sync:
+	// the tests hold a round with it.
+	syncFile func(*os.File) error
 }
 
 // Faults are the runtime faults of POST /faults. Probabilities are 0..1.
@@ -70,10 +75,6 @@ type Host struct {
 	// (tls.go).
 	lastRefusal atomic.Int64
 
-	// adviceMu serialises captures and reversals from decision to ledger,
-	// so two captures of one authorisation cannot both fit its amount.
-	adviceMu sync.Mutex
-
 	mu    sync.Mutex
 	index map[string]*Record // by key (kind class, MID, RRN): first decisions
 	// ring is the FIFO of index keys, for eviction: it grows to
@@ -81,13 +82,16 @@ type Host struct {
 	// empty strings are 3.2 MB of pointers every garbage collection scans.
 	ring     []string
 	next     int
-	inflight map[string]struct{}  // keys being decided: their repeats wait on decided
-	decided  *sync.Cond           // on mu: broadcast when a key leaves inflight
-	byOrig   map[string]*original // approved authorisations and sales by (MID, STAN, field 7)
-	total    int                  // authorisations and sales decided since start
-	conns    map[net.Conn]struct{}
-	lns      []net.Listener
-	closed   bool
+	inflight map[string]struct{} // keys being decided: their repeats wait on decided
+	decided  *sync.Cond          // on mu: broadcast when a key leaves inflight
+	// advised (on mu) is broadcast when an original's capture or reversal
+	// leaves it (original.advising), for the next one of the same original.
+	advised *sync.Cond
+	byOrig  map[string]*original // approved authorisations and sales by (MID, STAN, field 7)
+	total   int                  // authorisations and sales decided since start
+	conns   map[net.Conn]struct{}
+	lns     []net.Listener
+	closed  bool
 }
 
 // original is what a capture or reversal needs of an authorisation or sale.
@@ -97,6 +101,13 @@ type original struct {
 	amount   int64
 	captured int64
 	reversed bool
+	// advising is set while a capture or reversal of this original goes
+	// from its decision to its record (the ledger's fsync included):
+	// another one of the same original waits, so two captures cannot both
+	// fit its amount. Advices of different originals do not wait for each
+	// other and share the ledger's fsync rounds; one lock for all of them
+	// made every capture wait for the fsyncs of all those before it.
+	advising bool
 }
 
 // repeatWindowMax bounds the repeat index: a gateway repeats a message for
@@ -119,9 +130,13 @@ func Open(cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.syncFile != nil {
+		l.syncFile = cfg.syncFile
+	}
 	h := &Host{cfg: cfg, ledger: l, index: map[string]*Record{},
 		inflight: map[string]struct{}{}, byOrig: map[string]*original{}, conns: map[net.Conn]struct{}{}}
 	h.decided = sync.NewCond(&h.mu)
+	h.advised = sync.NewCond(&h.mu)
 	h.faults.Store(&Faults{})
 	days, err := l.days()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -39,28 +40,11 @@ func openHost(t *testing.T, dir string) (*Host, string) {
 // exchange sends m on a new connection and reads one answer.
 func exchange(t *testing.T, addr string, m *iso8583.Message) *iso8583.Message {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	a, err := exchangeErr(addr, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	frame, err := m.AppendFrame(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Write(frame); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	b, err := iso8583.ReadFrame(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ans, err := iso8583.Unpack(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ans
+	return a
 }
 
 const mid = "SHOP01         "
@@ -420,4 +404,124 @@ func TestRecordKeepsNoPartOfTheRequestFrame(t *testing.T) {
 	if r.MID != mid || r.RRN != "RRN000000042" || r.STAN != "000042" || r.Sent != "1128103000" || r.Currency != "840" || r.MTI != "0100" {
 		t.Fatalf("record %+v does not hold the request's fields", r)
 	}
+}
+
+// Captures and reversals wait only for those of their own authorisation.
+// With the first movement's fsync held, a capture of another authorisation
+// is decided and written all the same (it then shares the next fsync
+// round), while a second capture of the held one waits: once the fsync
+// goes, that second capture finds the first's amount taken and is refused
+// 12, so two captures of one authorisation never both fit its amount. (One
+// lock for every advice made each capture wait for the fsyncs of all
+// those queued before it: ~36 ms a capture at 64 concurrent lifecycles.)
+func TestAdvicesWaitOnlyForTheirOwnOriginal(t *testing.T) {
+	var armed atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	var holdOnce sync.Once
+	h, err := Open(Config{DataDir: t.TempDir(), Now: func() time.Time { return testNow },
+		syncFile: func(f *os.File) error {
+			if armed.Load() {
+				holdOnce.Do(func() { close(entered); <-release })
+			}
+			return f.Sync()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go h.Serve(ln)
+	t.Cleanup(func() { h.Close() })
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(letGo) // before Close (cleanups run last first): a failed wait must not leave the round held
+	addr := ln.Addr().String()
+	for _, m := range []*iso8583.Message{
+		financial("0100", "000000", "000001", "AUTH00000001", acquirer.CardVisaApproved, 1000),
+		financial("0100", "000000", "000002", "AUTH00000002", acquirer.CardVisaApproved, 1000),
+	} {
+		if a := exchange(t, addr, m); a.Value(39) != "00" {
+			t.Fatalf("authorisation: %s", a.Dump())
+		}
+	}
+	written := func() uint64 {
+		h.ledger.mu.Lock()
+		defer h.ledger.mu.Unlock()
+		return h.ledger.written
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 10 s: %s", what)
+			}
+		}
+	}
+	send := func(m *iso8583.Message) <-chan string {
+		code := make(chan string, 1)
+		go func() {
+			a, err := exchangeErr(addr, m)
+			if err != nil {
+				t.Error(err)
+				code <- ""
+				return
+			}
+			code <- a.Value(39)
+		}()
+		return code
+	}
+
+	armed.Store(true)
+	first := send(advice("0220", "000011", "AUTH00000001", "0100", "000001", 600))
+	<-entered // its fsync (or a round it waits behind) is held
+	base := written()
+	other := send(advice("0220", "000012", "AUTH00000002", "0100", "000002", 600))
+	waitFor("the capture of the other authorisation is written while the first capture's fsync is held",
+		func() bool { return written() > base })
+	second := send(advice("0220", "000013", "AUTH00000001", "0100", "000001", 600))
+	k, _ := recordFields(KindCapture, advice("0220", "000013", "AUTH00000001", "0100", "000001", 600))
+	waitFor("the second capture of the held authorisation reaches its decision", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		_, deciding := h.inflight[k]
+		return deciding
+	})
+	letGo()
+	for name, c := range map[string]struct {
+		got  <-chan string
+		want string
+	}{
+		"first capture":                    {first, "00"},
+		"capture of another authorisation": {other, "00"},
+		"second capture, 600 more of 1000": {second, acquirer.RespInvalidTransaction},
+	} {
+		if got := <-c.got; got != c.want {
+			t.Errorf("%s answered %q, want %q", name, got, c.want)
+		}
+	}
+}
+
+// exchangeErr is exchange returning its error, for goroutines other than
+// the test's.
+func exchangeErr(addr string, m *iso8583.Message) (*iso8583.Message, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	frame, err := m.AppendFrame(nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Write(frame); err != nil {
+		return nil, err
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := iso8583.ReadFrame(c, nil)
+	if err != nil {
+		return nil, err
+	}
+	return iso8583.Unpack(b)
 }

@@ -81,6 +81,9 @@ func (r *Record) approved() bool { return r.Response == "00" }
 type ledger struct {
 	dir string
 	lag *time.Timer // fsyncs authorisations' records syncLag after their write
+	// syncFile fsyncs a file of movements and authorisations:
+	// (*os.File).Sync but in tests (Config.syncFile).
+	syncFile func(*os.File) error
 
 	mu      sync.Mutex
 	closed  bool
@@ -117,7 +120,7 @@ func openLedger(dir string) (*ledger, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &ledger{dir: dir, files: map[string]*os.File{}, dirty: map[*os.File]uint64{}}
+	l := &ledger{dir: dir, files: map[string]*os.File{}, dirty: map[*os.File]uint64{}, syncFile: (*os.File).Sync}
 	l.lag = time.AfterFunc(time.Hour, l.lagRanOut)
 	l.lag.Stop()
 	return l, nil
@@ -214,7 +217,7 @@ func (l *ledger) syncRound() *syncRound {
 	}
 	l.mu.Unlock()
 	for f := range r.files {
-		if err := f.Sync(); err != nil {
+		if err := l.syncFile(f); err != nil {
 			if r.errs == nil {
 				r.errs = map[*os.File]error{}
 			}
