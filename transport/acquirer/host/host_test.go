@@ -24,7 +24,14 @@ var testNow = time.Date(2026, 11, 28, 10, 30, 0, 0, time.UTC)
 
 func openHost(t *testing.T, dir string) (*Host, string) {
 	t.Helper()
-	h, err := Open(Config{DataDir: dir, Now: func() time.Time { return testNow }})
+	return openHostWith(t, Config{DataDir: dir, Now: func() time.Time { return testNow }})
+}
+
+// openHostWith opens a host with cfg and serves it on a free loopback port
+// until the test ends.
+func openHostWith(t *testing.T, cfg Config) (*Host, string) {
+	t.Helper()
+	h, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,26 +425,16 @@ func TestAdvicesWaitOnlyForTheirOwnOriginal(t *testing.T) {
 	var armed atomic.Bool
 	entered, release := make(chan struct{}), make(chan struct{})
 	var holdOnce sync.Once
-	h, err := Open(Config{DataDir: t.TempDir(), Now: func() time.Time { return testNow },
+	h, addr := openHostWith(t, Config{DataDir: t.TempDir(), Now: func() time.Time { return testNow },
 		syncFile: func(f *os.File) error {
 			if armed.Load() {
 				holdOnce.Do(func() { close(entered); <-release })
 			}
 			return f.Sync()
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go h.Serve(ln)
-	t.Cleanup(func() { h.Close() })
 	var releaseOnce sync.Once
 	letGo := func() { releaseOnce.Do(func() { close(release) }) }
 	t.Cleanup(letGo) // before Close (cleanups run last first): a failed wait must not leave the round held
-	addr := ln.Addr().String()
 	for _, m := range []*iso8583.Message{
 		financial("0100", "000000", "000001", "AUTH00000001", acquirer.CardVisaApproved, 1000),
 		financial("0100", "000000", "000002", "AUTH00000002", acquirer.CardVisaApproved, 1000),
