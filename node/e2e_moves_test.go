@@ -241,11 +241,7 @@ func TestKilledWithCapturesPending(t *testing.T) {
 	}{
 		{"acquirerd", 10, 100, func(t *testing.T, acq *nodetest.Acquirerd, m *nodetest.Merchant, ids []string) {
 			acq.Kill()
-			for _, id := range ids {
-				if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Status != 200 || s.Str("status") != "authorized" {
-					t.Fatalf("settle while the acquirer is away: %d %s", s.Status, s.Body)
-				}
-			}
+			settlePending(t, m, ids)
 		}, func(acq *nodetest.Acquirerd, _ *nodetest.Node) { acq.Restart() }},
 		{"gateway", 5, 200, settleUnanswered,
 			func(acq *nodetest.Acquirerd, n *nodetest.Node) { n.Kill(); acq.SetFaults(`{}`); n.Restart() }},
@@ -274,9 +270,34 @@ func TestKilledWithCapturesPending(t *testing.T) {
 func settleUnanswered(t *testing.T, acq *nodetest.Acquirerd, m *nodetest.Merchant, ids []string) {
 	t.Helper()
 	acq.SetFaults(`{"drop_answers":1}`)
-	for _, id := range ids {
-		if s := m.Post(t, "settle", map[string]any{"order_id": id}); s.Str("status") != "authorized" {
-			t.Fatalf("settle without an answer: %s", s.Body)
+	settlePending(t, m, ids)
+}
+
+// settlePending settles the orders at once, while the acquirer does not
+// answer: each settle waits out the acquirer timeout, then answers 200 with
+// the order still authorized and its capture pending. (One after the
+// other, the waits added up, and the repeats' backoff grew with them.)
+func settlePending(t *testing.T, m *nodetest.Merchant, ids []string) {
+	t.Helper()
+	type answer struct {
+		r   *nodetest.Response
+		err error
+	}
+	answers := make([]chan answer, len(ids))
+	for i, id := range ids {
+		answers[i] = make(chan answer, 1)
+		go func() {
+			r, err := m.TryPost("settle", map[string]any{"order_id": id})
+			answers[i] <- answer{r, err}
+		}()
+	}
+	for i, c := range answers {
+		a := <-c
+		if a.err != nil {
+			t.Fatalf("settle %s: %v", ids[i], a.err)
+		}
+		if a.r.Status != 200 || a.r.Str("status") != "authorized" {
+			t.Fatalf("settle %s without an answer from the acquirer: %d %s", ids[i], a.r.Status, a.r.Body)
 		}
 	}
 }
