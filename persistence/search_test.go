@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -413,5 +414,48 @@ func TestSearchReadsNoBlockFromTheFilesAfterTheWarmUp(t *testing.T) {
 	}
 	if misses := f.ts.db.Metrics().BlockCache.Misses - before; misses != 0 {
 		t.Errorf("200 searches after the warm-up read %d blocks from the files, want 0", misses)
+	}
+}
+
+// choose's shortcuts (a lone candidate is not counted; no candidate is
+// counted past the fewest keys seen so far) pick the index that counting
+// every candidate up to searchProbe picks, for random filters over a store
+// where some indexes hold more than searchProbe keys.
+func TestChooseShortcutsPickWhatFullCountingPicks(t *testing.T) {
+	f := newSearchFixture(t)
+	f.add(1500, 1e18)
+	fullCount := func(cands []plan) plan {
+		best, bestN := cands[len(cands)-1], searchProbe+1
+		for _, c := range cands {
+			n := 0
+			if err := f.ts.scan(c.lo, c.hi, func(_, _ []byte) bool { n++; return n < searchProbe }); err != nil {
+				t.Fatal(err)
+			}
+			if n < bestN {
+				best, bestN = c, n
+			}
+			if n == 0 {
+				break
+			}
+		}
+		return best
+	}
+	several := 0
+	for range 500 {
+		flt := f.randomFilter(-1)
+		cands := candidates(&flt)
+		if len(cands) > 1 {
+			several++
+		}
+		got, err := f.ts.choose(cands)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fullCount(cands); !bytes.Equal(got.lo, want.lo) || !bytes.Equal(got.hi, want.hi) {
+			t.Fatalf("%+v: chose the index from %q, counting all of them chooses %q", flt, got.lo, want.lo)
+		}
+	}
+	if several < 100 {
+		t.Fatalf("only %d of 500 filters had more than one candidate index", several)
 	}
 }
