@@ -178,13 +178,24 @@ func signInBody(email, password string) string {
 	return fmt.Sprintf(`{"email":%q,"password":%q}`, email, password)
 }
 
-// signIn signs in through the admin API and returns the session token.
+// signIn signs in through the admin API and returns the session token. A
+// node that knows no leader yet (just after a leader change) answers 503
+// "no leader could take the sign-in; retry", having recorded nothing, and
+// the sign-in is repeated as a client would, for up to 10 s.
 func signIn(t *testing.T, n *nodetest.Node, email, password string) string {
 	t.Helper()
 	var out struct {
 		Token, Email, Role, ExpiresAt string `json:",omitempty"`
 	}
-	body := mustCall(t, n, "", "POST", "/admin/v1/sessions", signInBody(email, password), 200)
+	code, body := opCall(n, "", "POST", "/admin/v1/sessions", signInBody(email, password))
+	for deadline := time.Now().Add(10 * time.Second); code == 503 && strings.Contains(body, "no leader could take the sign-in") &&
+		time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		code, body = opCall(n, "", "POST", "/admin/v1/sessions", signInBody(email, password))
+	}
+	if code != 200 {
+		t.Fatalf("POST /admin/v1/sessions on %s: %d %s, want 200", n.ID, code, body)
+	}
 	if err := json.Unmarshal([]byte(body), &out); err != nil || !strings.HasPrefix(out.Token, "pgs_") || out.Email != email {
 		t.Fatalf("sign-in answer %s: %v", body, err)
 	}
