@@ -1,11 +1,8 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"regexp"
-	"strconv"
 	"testing"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -68,12 +65,5 @@ func TestMeteredAcquirer(t *testing.T) {
 // roundTrips reads gateway_authorization_seconds_count off /metrics' text.
 func roundTrips(t *testing.T) int {
 	t.Helper()
-	var page bytes.Buffer
-	metrics.WritePrometheus(&page, false)
-	m := regexp.MustCompile(`(?m)^gateway_authorization_seconds_count (\d+)$`).FindSubmatch(page.Bytes())
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(string(m[1]))
-	return n
+	return int(metricCount(t, "gateway_authorization_seconds_count"))
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/VictoriaMetrics/metrics"
-	"github.com/paygate/gateway/node/nodetest"
 	"io"
 	"net/http"
 	"os"
@@ -16,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/paygate/gateway/bench"
+	"github.com/paygate/gateway/node/nodetest"
 )
 
 // BenchmarkChargeInProcess drives b.N signed charges (64 workers, the
@@ -78,7 +79,7 @@ func withAcquirerd(b *testing.B) func(*Config) {
 // answer) then runs at a lower rate, where the node's per-entry costs
 // (fsync, Raft, FSM batch) are shared by fewer requests. At one rate both
 // variants carry the same load, so cpu-ns/op compares the work each request
-// costs (docs/acquirer.md, "What the link costs", round 8):
+// costs (docs/acquirer.md, "What the link costs", round 9):
 //
 //	NODE_BENCH_RATE=400 go test -run XXX -bench '^BenchmarkLifecycle(CallAcquirer|Acquirerd)$' -benchtime 2000x ./node/
 func benchRate(b *testing.B) float64 {
@@ -104,12 +105,12 @@ func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu, applied, appends := processCPU(), n.raft.FSM.AppliedIndex(), metricCount("gateway_raft_log_append_seconds_count")
-	commands := metricCount("gateway_raft_entry_commands_sum")
+	cpu, applied, appends := processCPU(), n.raft.FSM.AppliedIndex(), metricCount(b, "gateway_raft_log_append_seconds_count")
+	commands := metricCount(b, "gateway_raft_entry_commands_sum")
 	rep, err := bench.Run(context.Background(), cfg)
 	cpu, applied = processCPU()-cpu, n.raft.FSM.AppliedIndex()-applied
-	appends = metricCount("gateway_raft_log_append_seconds_count") - appends
-	commands = metricCount("gateway_raft_entry_commands_sum") - commands
+	appends = metricCount(b, "gateway_raft_log_append_seconds_count") - appends
+	commands = metricCount(b, "gateway_raft_entry_commands_sum") - commands
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
@@ -142,15 +143,19 @@ func benchInProcess(b *testing.B, workload string, options ...func(*Config)) {
 	b.ReportMetric(float64(ms.NumGC), "GCs")
 }
 
-// metricCount is the value of one sample line of the process's metrics
-// (a histogram's _count), 0 if there is none.
-func metricCount(name string) float64 {
-	var buf bytes.Buffer
-	metrics.WritePrometheus(&buf, false)
-	for line := range strings.Lines(buf.String()) {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return v
+// metricCount is the value of one sample of this process's metrics (a
+// histogram's _count, say), 0 if there is none.
+func metricCount(tb testing.TB, sample string) float64 {
+	tb.Helper()
+	var page bytes.Buffer
+	metrics.WritePrometheus(&page, false)
+	for line := range strings.Lines(page.String()) {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				tb.Fatalf("%s: %v", sample, err)
+			}
+			return f
 		}
 	}
 	return 0

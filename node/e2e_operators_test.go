@@ -187,12 +187,9 @@ func signIn(t *testing.T, n *nodetest.Node, email, password string) string {
 	var out struct {
 		Token, Email, Role, ExpiresAt string `json:",omitempty"`
 	}
-	code, body := opCall(n, "", "POST", "/admin/v1/sessions", signInBody(email, password))
-	for deadline := time.Now().Add(10 * time.Second); code == 503 && strings.Contains(body, "no leader could take the sign-in") &&
-		time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-		code, body = opCall(n, "", "POST", "/admin/v1/sessions", signInBody(email, password))
-	}
+	code, body := waitAnswerTo(n, "", "POST", "/admin/v1/sessions", signInBody(email, password), func(code int, body string) bool {
+		return code != 503 || !strings.Contains(body, "no leader could take the sign-in")
+	})
 	if code != 200 {
 		t.Fatalf("POST /admin/v1/sessions on %s: %d %s, want 200", n.ID, code, body)
 	}
@@ -248,9 +245,14 @@ func waitCode(n *nodetest.Node, bearer, method, path string, want int) (int, str
 // waitFor repeats a read until done says so, for up to 10 s, and returns
 // the last answer.
 func waitAnswer(n *nodetest.Node, bearer, method, path string, done func(code int, body string) bool) (int, string) {
+	return waitAnswerTo(n, bearer, method, path, "", done)
+}
+
+// waitAnswerTo is waitAnswer for a request with a body.
+func waitAnswerTo(n *nodetest.Node, bearer, method, path, reqBody string, done func(code int, body string) bool) (int, string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code, body := opCall(n, bearer, method, path, "")
+		code, body := opCall(n, bearer, method, path, reqBody)
 		if done(code, body) || time.Now().After(deadline) {
 			return code, body
 		}

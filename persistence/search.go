@@ -473,10 +473,10 @@ func (s *Store) SearchOrders(f SearchFilter) (SearchPage, error) {
 
 // readOrders returns the orders of refs, in their order (nil for one that
 // does not exist). A search's orders are spread over the history, mostly
-// outside the order cache: those are read with one Pebble iterator, in key
-// order, so that orders sharing a block read it once and each seek goes on
-// from the last. Readers never fill the order cache (cache.go), so a search
-// does not push the write path's orders out of it.
+// outside the order cache: those are read from Pebble in key order
+// (readSorted), split between the processors when there are enough of
+// them. Readers never fill the order cache (cache.go), so a search does not
+// push the write path's orders out of it.
 func (s *Store) readOrders(refs []OrderRef) ([]*order.Order, error) {
 	out := make([]*order.Order, len(refs))
 	var misses []orderMiss
