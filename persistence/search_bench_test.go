@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,6 +115,11 @@ func benchmarkSearch(b *testing.B, n int) {
 // every order and index block once after reopening (a node whose whole
 // store has been read since it started).
 //
+// The log also gives each size's p99 without the searches during which a GC
+// cycle ended; SEARCH_BENCH_GC_OFF=1 runs the searches four times over the
+// same stores, the collector on, off, off, on (docs/performance.md, "Order
+// search", the fifth series).
+//
 //	go test -run '^$' -bench SearchSizes -benchtime 20000x -timeout 60m ./persistence/
 //	SEARCH_BENCH_WARM_ALL=1 go test -run '^$' -bench SearchSizes -benchtime 20000x -timeout 60m ./persistence/
 //	SEARCH_BENCH_COLD=1 go test -run '^$' -bench SearchSizes -benchtime 20000x -timeout 60m ./persistence/
@@ -136,10 +144,18 @@ func BenchmarkSearchSizes(b *testing.B) {
 		stores[i] = loadSearchStore(b, n)
 		b.Logf("%d orders loaded in %s", n, time.Since(start).Round(time.Second))
 	}
-	b.Run("orders="+spec, func(b *testing.B) { searchSizes(b, sizes, stores) })
+	if os.Getenv("SEARCH_BENCH_GC_OFF") == "" {
+		b.Run("orders="+spec, func(b *testing.B) { searchSizes(b, sizes, stores, false) })
+		return
+	}
+	// A diagnostic: the same searches with the collector on and off, in
+	// turn (on, off, off, on), to tell its share of the tail.
+	for _, off := range []bool{false, true, true, false} {
+		b.Run(fmt.Sprintf("orders=%s/gc-off=%t", spec, off), func(b *testing.B) { searchSizes(b, sizes, stores, off) })
+	}
 }
 
-func searchSizes(b *testing.B, sizes []int, stores []*Store) {
+func searchSizes(b *testing.B, sizes []int, stores []*Store, gcOff bool) {
 	if b.N < 2*len(sizes) {
 		return
 	}
@@ -157,9 +173,18 @@ func searchSizes(b *testing.B, sizes []int, stores []*Store) {
 		return SearchFilter{CreatedFrom: at, CreatedTo: at + 20*int64(time.Millisecond)}
 	}
 	took := make([][]time.Duration, len(sizes))
+	// The searches during which a GC cycle ended, to tell the tail the
+	// collector makes from the store's.
+	calm := make([][]time.Duration, len(sizes))
+	gcs := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	gcCount := func() uint64 { metrics.Read(gcs); return gcs[0].Value.Uint64() }
 	byKind := make([][][]time.Duration, len(sizes)) // [size][kind]
 	for k := range byKind {
 		byKind[k] = make([][]time.Duration, len(kinds))
+	}
+	if gcOff {
+		runtime.GC()
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -168,10 +193,14 @@ func searchSizes(b *testing.B, sizes []int, stores []*Store) {
 		kind := i / len(sizes) % len(kinds)
 		f := query(sizes[k], kind)
 		f.Limit = 100
+		gc0 := gcCount()
 		start := time.Now()
 		page, err := stores[k].SearchOrders(f)
 		d := time.Since(start)
 		took[k] = append(took[k], d)
+		if gcCount() == gc0 {
+			calm[k] = append(calm[k], d)
+		}
 		byKind[k][kind] = append(byKind[k][kind], d)
 		if err != nil {
 			b.Fatal(err)
@@ -195,6 +224,11 @@ func searchSizes(b *testing.B, sizes []int, stores []*Store) {
 		b.ReportMetric(p99[k], fmt.Sprintf("p99-ns-%d", n))
 		q := func(t []time.Duration, f float64) time.Duration { return t[int(float64(len(t))*f)] }
 		b.Logf("%d orders: p90 %v p95 %v p99 %v p99.9 %v max %v", n, q(took[k], .9), q(took[k], .95), q(took[k], .99), q(took[k], .999), took[k][len(took[k])-1])
+		slices.Sort(calm[k])
+		if len(calm[k]) > 0 {
+			b.Logf("%d orders: %d of %d searches saw a GC cycle end; the others' p50 %v p99 %v", n,
+				len(took[k])-len(calm[k]), len(took[k]), q(calm[k], .5), q(calm[k], .99))
+		}
 		for kind, name := range kinds {
 			t := byKind[k][kind]
 			slices.Sort(t)
