@@ -501,15 +501,15 @@ func (s *Store) readOrders(refs []OrderRef) ([]*order.Order, error) {
 	if parts <= 1 {
 		return out, s.readSorted(misses, out)
 	}
+	share := func(p int) []orderMiss { return misses[p*len(misses)/parts : (p+1)*len(misses)/parts] }
 	// The calling goroutine reads the first share itself: one wake-up
 	// fewer to wait for.
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
 	for p := 1; p < parts; p++ {
-		lo, hi := p*len(misses)/parts, (p+1)*len(misses)/parts
-		wg.Go(func() { errs[p] = s.readSorted(misses[lo:hi], out) })
+		wg.Go(func() { errs[p] = s.readSorted(share(p), out) })
 	}
-	errs[0] = s.readSorted(misses[:len(misses)/parts], out)
+	errs[0] = s.readSorted(share(0), out)
 	wg.Wait()
 	return out, errors.Join(errs...)
 }
