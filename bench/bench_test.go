@@ -58,15 +58,32 @@ func TestParseMix(t *testing.T) {
 func TestChargeBodyIsValidJSON(t *testing.T) {
 	var v map[string]any
 	for _, b := range [][]byte{
-		appendChargeBody(nil, "o-1", ""), appendChargeBody(nil, "o-1", "http://127.0.0.1:1/hook"),
-		appendAmountBody(nil, "o-1", 510), appendStatusBody(nil, "o-1"),
+		appendChargeBody(nil, "o-1", "", 1), appendChargeBody(nil, "o-1", "http://127.0.0.1:1/hook", 7),
+		appendAmountBody(nil, "o-1", 510), appendStatusBody(nil, "o-1"), appendSearchBody(nil, 12),
 	} {
 		if err := json.Unmarshal(b, &v); err != nil {
 			t.Errorf("%s: %v", b, err)
 		}
 	}
-	if v := map[string]any{}; json.Unmarshal(appendChargeBody(nil, "o-1", "http://h/hook"), &v) != nil || v["callback_url"] != "http://h/hook" {
+	if v := map[string]any{}; json.Unmarshal(appendChargeBody(nil, "o-1", "http://h/hook", 1), &v) != nil || v["callback_url"] != "http://h/hook" {
 		t.Errorf("callback_url missing: %v", v)
+	}
+	var charge struct {
+		Customer struct {
+			UserID string `json:"user_id"`
+			Email  string `json:"email"`
+		} `json:"customer"`
+	}
+	if err := json.Unmarshal(appendChargeBody(nil, "o-1", "", 42), &charge); err != nil ||
+		charge.Customer.UserID != "u42" || charge.Customer.Email != "u42@example.com" {
+		t.Errorf("customer 42: %+v %v", charge, err)
+	}
+	var search struct {
+		Email string `json:"email"`
+		Limit int    `json:"limit"`
+	}
+	if err := json.Unmarshal(appendSearchBody(nil, 42), &search); err != nil || search.Email != "u42@example.com" || search.Limit != searchPage {
+		t.Errorf("search of customer 42: %+v %v", search, err)
 	}
 }
 
@@ -443,6 +460,25 @@ func TestRunNotStarted(t *testing.T) {
 	if _, err := Run(context.Background(), Config{Targets: []string{g.url}, MerchantKey: m.APIPK, MerchantSecret: "wrong",
 		Workload: WorkloadCharge, Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "1.01") {
 		t.Errorf("wrong keys: %v, want the 401's code in the message", err)
+	}
+}
+
+// A pool fill that stops making progress ends the run's start with an
+// error naming the stall, instead of waiting out every remaining order's
+// timeout (a million of them, for a search pool).
+func TestPoolFillStopsWhenNoOrderIsAcknowledged(t *testing.T) {
+	g, m := startFake(t)
+	cfg := baseConfig(g, m, WorkloadStatus)
+	cfg.Orders, cfg.Timeout, cfg.PoolStall = 1_000_000, 300*time.Millisecond, 400*time.Millisecond
+	g.stall(time.Now().Add(150*time.Millisecond), 3*time.Second)
+	start := time.Now()
+	rep, err := Run(context.Background(), cfg)
+	if !errors.Is(err, ErrNotStarted) || rep != nil || !strings.Contains(err.Error(), "no order of the pool acknowledged for 400ms") {
+		t.Fatalf("%v, %v", rep, err)
+	}
+	// Made orders, then none: the bound is the stall, not the fill.
+	if elapsed := time.Since(start); elapsed > 2500*time.Millisecond {
+		t.Errorf("the fill ended after %v", elapsed)
 	}
 }
 

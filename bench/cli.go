@@ -67,9 +67,12 @@ load:
   --queue N              open loop: arrivals that may wait for a worker before new ones are
                          dropped (default a second of arrivals, at least 10 × concurrency)
   --mix SPEC             mixed weights (default charge=50,status=40,lifecycle=10)
-  --orders N             status/mixed: orders created before the window to read (default 500)
-  --pool-file FILE       status/mixed: read these existing order ids (one per line) instead
-  --record-orders FILE   write the id of every acknowledged charge to FILE
+  --orders N             status/mixed/search: orders created before the window to read or
+                         search (default 500); they go round N/20 customers in turn, so each
+                         customer's 20 orders are spread over the whole pool
+  --pool-file FILE       status/mixed/search: read these existing order ids (one per line)
+                         instead, e.g. a pool recorded by an earlier run's --record-orders
+  --record-orders FILE   write the id of every acknowledged charge to FILE, the pool's too
   --requests N           stop after N measured iterations (default 0: the duration decides)
   --timeout D            per request, and the lifecycle's wait for authorisation (default 10s)
   --webhook-wait D       webhooks: wait this long after the window for notifications (default 10s)

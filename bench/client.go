@@ -78,6 +78,8 @@ type answer struct {
 	// settled and refunded are the order's amounts in a 200 answer, when
 	// its status was asked for.
 	settled, refunded int64
+	// listed is how many orders a 200 list-orders answer holds.
+	listed int
 }
 
 func (a answer) ok() bool { return a.status == fasthttp.StatusOK }
@@ -100,6 +102,10 @@ func (c *client) post(op string, body []byte, orderID string, wantStatus bool) a
 	a := c.do(req, resp, wantStatus)
 	if a.ok() && orderID != "" && !bytes.Contains(resp.Body(), []byte(orderID)) {
 		return answer{kind: "answer_without_the_order"}
+	}
+	if a.ok() && op == opListOrders {
+		// Each order of the page names its order_id once (the status view).
+		a.listed = bytes.Count(resp.Body(), []byte(`"order_id":`))
 	}
 	return a
 }
@@ -196,14 +202,19 @@ const (
 	approvedCard = "4111111111111111"
 )
 
-func appendChargeBody(dst []byte, orderID, callbackURL string) []byte {
+// appendChargeBody is a charge of order orderID by customer number
+// customer (user u<customer>, e-mail u<customer>@example.com).
+func appendChargeBody(dst []byte, orderID, callbackURL string, customer int) []byte {
 	dst = append(dst, `{"order_id":"`...)
 	dst = append(dst, orderID...)
 	dst = append(dst, `","amount":`...)
 	dst = strconv.AppendInt(dst, chargeAmount, 10)
 	dst = append(dst, `,"currency":"USD","order_description":"bench","processing_mid":"bench-mid",`+
-		`"settle":{"delay_hours":24},`+
-		`"customer":{"user_id":"u1","email":"u1@example.com","ip_address":"127.0.0.1"},`+
+		`"settle":{"delay_hours":24},"customer":{"user_id":"u`...)
+	dst = strconv.AppendInt(dst, int64(customer), 10)
+	dst = append(dst, `","email":"`...)
+	dst = appendCustomerEmail(dst, customer)
+	dst = append(dst, `","ip_address":"127.0.0.1"},`+
 		`"payment_source":{"type":"card","card_number":"`+approvedCard+`","card_holder_name":"Bench User",`+
 		`"card_exp_month":"12","card_exp_year":"2035","card_cvv":"123"}`...)
 	if callbackURL != "" {
@@ -211,6 +222,21 @@ func appendChargeBody(dst []byte, orderID, callbackURL string) []byte {
 		dst = append(dst, callbackURL...)
 		dst = append(dst, '"')
 	}
+	return append(dst, '}')
+}
+
+func appendCustomerEmail(dst []byte, customer int) []byte {
+	dst = append(dst, 'u')
+	dst = strconv.AppendInt(dst, int64(customer), 10)
+	return append(dst, "@example.com"...)
+}
+
+// appendSearchBody is a list-orders page of customer's orders.
+func appendSearchBody(dst []byte, customer int) []byte {
+	dst = append(dst, `{"email":"`...)
+	dst = appendCustomerEmail(dst, customer)
+	dst = append(dst, `","limit":`...)
+	dst = strconv.AppendInt(dst, searchPage, 10)
 	return append(dst, '}')
 }
 

@@ -73,12 +73,18 @@ type Config struct {
 	Rate        float64       // arrivals per second; 0 means closed loop
 	Queue       int           // open loop: arrivals that may wait for a free worker before new ones are dropped
 	Mix         Mix           // mixed workload weights
-	Orders      int           // status and mixed: size of the order pool made before the window
-	// PoolFile, when set, is the status and mixed pool instead: order ids,
-	// one per line, of orders that already exist (e.g. from RecordOrders),
-	// so reads can target a large, old, uncached population.
+	Orders      int           // status, mixed and search: size of the order pool made before the window
+	// PoolStall ends the pool's creation when no order of it has been
+	// acknowledged for that long (DefaultPoolStall). A pool of a million
+	// orders takes minutes on a small machine, so it is the absence of
+	// progress that is bounded, not the whole fill.
+	PoolStall time.Duration
+	// PoolFile, when set, is the pool instead: order ids, one per line, of
+	// orders that already exist (e.g. from RecordOrders), so reads can
+	// target a large, old, uncached population.
 	PoolFile string
-	// RecordOrders, when set, receives the id of every acknowledged charge.
+	// RecordOrders, when set, receives the id of every acknowledged charge,
+	// the pool's included.
 	RecordOrders string
 	Requests     int64         // stop after this many measured iterations; 0 means the duration alone bounds the run
 	Timeout      time.Duration // per request; also bounds the lifecycle's wait for authorisation
@@ -105,6 +111,7 @@ const (
 	DefaultConcurrency = 16
 	DefaultDuration    = 10 * time.Second
 	DefaultOrders      = 500
+	DefaultPoolStall   = 2 * time.Minute
 	DefaultTimeout     = 10 * time.Second
 	DefaultWebhookWait = 10 * time.Second
 	DefaultMix         = "charge=50,status=40,lifecycle=10"
@@ -127,6 +134,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.PoolStall == 0 {
+		c.PoolStall = DefaultPoolStall
 	}
 	if c.WebhookWait == 0 {
 		c.WebhookWait = DefaultWebhookWait
@@ -174,6 +184,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("requests %d is negative", c.Requests)
 	case c.Timeout <= 0 || c.Timeout > timeoutMax:
 		return fmt.Errorf("timeout %s outside (0, %s]", c.Timeout, timeoutMax)
+	case c.PoolStall < 0:
+		return fmt.Errorf("pool stall %s is negative", c.PoolStall)
 	case c.WebhookWait < 0 || c.WebhookWait > webhookWaitMax:
 		return fmt.Errorf("webhook wait %s outside [0, %s]", c.WebhookWait, webhookWaitMax)
 	}

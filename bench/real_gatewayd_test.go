@@ -30,8 +30,14 @@ func TestWorkloadsAgainstRealGatewayd(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
+			// The search pool is five customers of 20 orders each: a
+			// page short of 20 (orders given to the wrong customer) fails.
+			orders := "20"
+			if w == bench.WorkloadSearch {
+				orders = "100"
+			}
 			args := []string{"run", "--spawn", "1", "--gatewayd", bin, "--workload", w,
-				"--concurrency", "4", "--duration", "1s", "--orders", "20", "--webhook-wait", "5s", "--json", out,
+				"--concurrency", "4", "--duration", "1s", "--orders", orders, "--webhook-wait", "5s", "--json", out,
 				"--profile-dir", profiles}
 			if code := bench.Main(ctx, args, &stdout, &stderr); code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())

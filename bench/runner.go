@@ -17,8 +17,18 @@ import (
 // sent before it counts as late.
 const lateAfter = time.Millisecond
 
-// poolTimeout bounds the creation of the status pool.
-const poolTimeout = 2 * time.Minute
+// searchPage is the search workload's page, and how many orders of the pool
+// each customer gets: a customer's e-mail search finds a full page at any
+// pool size.
+const searchPage = 20
+
+// customerOf is the customer of the pool's nth order when the pool has
+// orders orders: the orders go round the customers in turn, so each
+// customer's searchPage orders are spread evenly over the pool's history.
+func customerOf(n, orders int) int { return n % customerCount(orders) }
+
+// customerCount is how many customers a pool of orders orders has.
+func customerCount(orders int) int { return max(1, orders/searchPage) }
 
 // ErrNotStarted wraps every reason a run could not start; a run that started
 // returns a report and no error, however many of its requests failed.
@@ -33,9 +43,12 @@ type run struct {
 	seed     uint64
 	idPrefix string
 	pool     []string
-	recorder *orderRecorder // --record-orders
-	mixTotal int
-	sink     *webhookSink
+	// customers is how many customers the pool's orders belong to
+	// (customerCount): the search workload picks one of them.
+	customers int
+	recorder  *orderRecorder // --record-orders
+	mixTotal  int
+	sink      *webhookSink
 
 	// phase and its counters, for the progress line
 	termMu       sync.Mutex   // orders progress-line and log writes on a shared terminal
@@ -99,6 +112,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	stopProgress := r.startProgress()
 	defer stopProgress()
+	if cfg.RecordOrders != "" {
+		rec, err := newOrderRecorder(cfg.RecordOrders)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+		}
+		defer rec.close()
+		r.recorder = rec
+	}
 	if wl.pool {
 		r.phase.Store("pool")
 		fill := r.fillPool
@@ -108,15 +129,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := fill(); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
 		}
+		r.customers = customerCount(len(r.pool))
 		r.logf("order pool: %d orders", len(r.pool))
-	}
-	if cfg.RecordOrders != "" {
-		rec, err := newOrderRecorder(cfg.RecordOrders)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
-		}
-		defer rec.close()
-		r.recorder = rec
 	}
 	startedAt := time.Now()
 	window, interrupted := r.measure(wl.iter)
@@ -176,11 +190,14 @@ func describe(a answer) string {
 	return fmt.Sprintf("HTTP %d", a.status)
 }
 
-// fillPool creates cfg.Orders orders for the status reads, outside the
-// measured window, with cfg.Concurrency workers.
+// fillPool creates cfg.Orders orders for the reads and searches, outside the
+// measured window, with cfg.Concurrency workers, and records them with
+// --record-orders (so that a later run can read the same pool with
+// --pool-file). The nth order belongs to customer customerOf(n).
 func (r *run) fillPool() error {
-	ctx, cancel := context.WithTimeout(r.ctx, poolTimeout)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	go r.watchPoolProgress(ctx, cancel)
 	ids := make([]string, r.cfg.Orders)
 	var next atomic.Int64
 	var firstErr atomic.Value
@@ -194,10 +211,13 @@ func (r *run) fillPool() error {
 					return
 				}
 				id := w.nextOrderID("p")
-				w.buf = appendChargeBody(w.buf[:0], id, "")
+				w.buf = appendChargeBody(w.buf[:0], id, "", customerOf(int(n), len(ids)))
 				if a := w.c.post(opCharge, w.buf, id, false); a.ok() {
 					ids[n] = id
 					r.poolMade.Add(1)
+					if r.recorder != nil {
+						r.recorder.add(id)
+					}
 				} else {
 					firstErr.CompareAndSwap(nil, describe(a))
 				}
@@ -213,10 +233,35 @@ func (r *run) fillPool() error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
+	if err := context.Cause(ctx); err != nil && err != context.Canceled {
+		return fmt.Errorf("%w (first failure: %v)", err, firstErr.Load())
+	}
 	if len(r.pool) == 0 {
-		return fmt.Errorf("no order of the status pool could be created (first failure: %v)", firstErr.Load())
+		return fmt.Errorf("no order of the pool could be created (first failure: %v)", firstErr.Load())
 	}
 	return nil
+}
+
+// watchPoolProgress cancels the pool's fill when no order has been
+// acknowledged for Config.PoolStall.
+func (r *run) watchPoolProgress(ctx context.Context, cancel context.CancelCauseFunc) {
+	stall := r.cfg.PoolStall
+	tick := time.NewTicker(min(time.Second, stall/4))
+	defer tick.Stop()
+	made, since := r.poolMade.Load(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if m := r.poolMade.Load(); m != made {
+				made, since = m, now
+			} else if now.Sub(since) >= stall {
+				cancel(fmt.Errorf("no order of the pool acknowledged for %v (%d made)", stall, made))
+				return
+			}
+		}
+	}
 }
 
 // measure runs the warmup and the measured window, closed or open loop. It

@@ -76,7 +76,7 @@ func (w *worker) nextOrderID(kind string) string {
 // the time the 200 answer was read, or "" when the charge failed.
 func (w *worker) charge(op string, intended time.Time, rec *shard, callbackURL string) (string, time.Time) {
 	id := w.nextOrderID("c")
-	w.buf = appendChargeBody(w.buf[:0], id, callbackURL)
+	w.buf = appendChargeBody(w.buf[:0], id, callbackURL, 1)
 	a := w.c.post(opCharge, w.buf, id, false)
 	now := time.Now()
 	if !a.ok() {
@@ -101,22 +101,24 @@ func (w *worker) status(intended time.Time, rec *shard) {
 	rec.ok(WorkloadStatus, time.Since(intended))
 }
 
-// searchBodies are the list-orders searches the search workload takes
-// turns with, a page of 20 each, over the pool's orders (the harness's
-// charges share one customer and one card): the merchant's newest orders,
-// and by status, by last 4 and by e-mail (each an index of its own).
-var searchBodies = [][]byte{
-	[]byte(`{"limit":20}`),
-	[]byte(`{"status":"authorized","limit":20}`),
-	[]byte(`{"card_last4":"1111","limit":20}`),
-	[]byte(`{"email":"u1@example.com","limit":20}`),
-}
-
-// search sends one list-orders request.
+// search sends one list-orders request: a page of a random customer's
+// orders by e-mail, "find this customer's payment". The pool gave every
+// customer searchPage orders spread evenly over the whole history (see
+// customerOf), so each page holds searchPage orders whatever the store's
+// size, most of them far from the newest: what grows with a larger store is
+// the cost of finding and reading them, not the size of the answer. A page
+// with fewer orders is a failure, "short_page": the pool was not made that
+// way (a pool file of another workload's orders, say), and the figures would
+// not measure what they claim.
 func (w *worker) search(intended time.Time, rec *shard) {
-	body := searchBodies[w.rng.IntN(len(searchBodies))]
-	if a := w.c.post(opListOrders, body, "", false); !a.ok() {
+	w.buf = appendSearchBody(w.buf[:0], w.rng.IntN(w.r.customers))
+	a := w.c.post(opListOrders, w.buf, "", false)
+	switch {
+	case !a.ok():
 		rec.fail(WorkloadSearch, a)
+		return
+	case a.listed < searchPage:
+		rec.failKind(WorkloadSearch, "short_page")
 		return
 	}
 	rec.ok(WorkloadSearch, time.Since(intended))
