@@ -72,10 +72,12 @@ var keyApplied = []byte(prefixMeta + "applied")
 // small store never pays for a large cache.
 const (
 	// DefaultBlockCacheBytes is the block cache's room for blocks when the
-	// node's --cache-size-mib is not set: every block of a million-order
-	// store (its orders and search indexes, ~600 MiB in the cache) fits in
-	// it, so searching any part of the history, once read, reads no file
-	// (docs/performance.md, "Order search").
+	// node's --cache-size-mib is not set. A million card orders taken
+	// through the API need ~1.46 GB once read (their tokens, vault entries
+	// and index keys included), so this holds ~700,000 of them; a larger
+	// store is given more by its operator (docs/operations.md, "Memory";
+	// docs/performance.md, "Order search", sixth series). The cache takes
+	// memory only as blocks are read.
 	DefaultBlockCacheBytes = 1 << 30
 	memTableBytes          = 64 << 20
 	// orderCacheEntries bounds the decoded-order cache (~1-2 KiB each).
