@@ -95,6 +95,11 @@ type Config struct {
 	// the memtables' reservation comes on top): what searches deep in the
 	// history read from memory instead of the files.
 	CacheSizeMiB int64
+	// HistoryCacheMiB is the order history cache (--history-cache-mib; 0:
+	// none): stored orders kept in the Go heap for searches and status
+	// reads deep in the history (persistence/history.go). gatewayd raises
+	// the heap's soft limit by as much.
+	HistoryCacheMiB int64
 
 	// acquirer, set only by this package's tests, replaces the acquirer
 	// link (and the in-process host) with a function call: the A/B
@@ -138,6 +143,7 @@ func Defaults() Config {
 		// in the background (docs/performance.md).
 		SnapshotRateMiB: 32,
 		CacheSizeMiB:    persistence.DefaultBlockCacheBytes >> 20,
+		HistoryCacheMiB: persistence.DefaultHistoryCacheBytes >> 20,
 	}
 }
 
@@ -243,6 +249,9 @@ func (c *Config) checkNotNegative() error {
 	}
 	if c.CacheSizeMiB < 0 {
 		return errors.New("--cache-size-mib must not be negative (0: the default)")
+	}
+	if c.HistoryCacheMiB < 0 {
+		return errors.New("--history-cache-mib must not be negative (0: none)")
 	}
 	if c.WALSegmentBytes < 0 {
 		return errors.New("--raft-wal-segment-bytes must not be negative (0: 64 MiB)")

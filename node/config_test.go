@@ -58,6 +58,7 @@ func TestValidateRefusesNegativeAndMalformedValues(t *testing.T) {
 		{"snapshot interval", "--raft-snapshot-interval", func(c *Config) { c.SnapshotInterval = -time.Second }},
 		{"snapshot rate", "--raft-snapshot-rate-mib", func(c *Config) { c.SnapshotRateMiB = -3 }},
 		{"cache size", "--cache-size-mib", func(c *Config) { c.CacheSizeMiB = -1 }},
+		{"history cache size", "--history-cache-mib", func(c *Config) { c.HistoryCacheMiB = -1 }},
 		{"segment", "--raft-wal-segment-bytes", func(c *Config) { c.WALSegmentBytes = -1 }},
 		{"acquirer timeout", "--acquirer-timeout", func(c *Config) { c.AcquirerTimeout = -time.Second }},
 		{"acquirer addr", "--acquirer-addr", func(c *Config) { c.AcquirerAddr = "acquirer.example" }},

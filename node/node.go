@@ -115,7 +115,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	n.legacyHashKey = derive(oldestKEK, "request-hash") // hashkey.go
 	if n.store, err = persistence.OpenSized(filepath.Join(cfg.DataDir, "state"), logger,
-		persistence.Options{BlockCacheBytes: cfg.CacheSizeMiB << 20}); err != nil {
+		persistence.Options{BlockCacheBytes: cfg.CacheSizeMiB << 20, HistoryCacheBytes: historyCacheBytes(cfg.HistoryCacheMiB)}); err != nil {
 		return nil, err
 	}
 	if cfg.RestoreFile != "" {
@@ -506,3 +506,12 @@ func (n *Node) closeAll() {
 
 // Config returns the node's effective configuration (after --dev defaults).
 func (n *Node) Config() Config { return n.cfg }
+
+// historyCacheBytes is --history-cache-mib as persistence.Options takes it,
+// where 0 means the default and a negative size none.
+func historyCacheBytes(mib int64) int64 {
+	if mib == 0 {
+		return -1
+	}
+	return mib << 20
+}

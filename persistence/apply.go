@@ -170,6 +170,7 @@ func (b *Batch) Commit(appliedIndex uint64) error {
 	b.s.reportTimed(&b.timed)
 	for k := range b.orders {
 		b.s.orders.put(k, b.written[k])
+		b.s.history.put(k, b.written[k])
 	}
 	if checkpointed != nil {
 		checkpointed()

@@ -55,13 +55,21 @@ func newKnownOrders() *knownOrders {
 func (s *Store) loadKnownOrders() {
 	k := newKnownOrders()
 	s.known.Store(k)
+	// The same scan warms the order history cache; its warm-up begins
+	// before the scan's snapshot is taken (history.go).
+	gen := s.history.beginWarm()
 	s.loading.Add(1)
 	go func() {
 		defer s.loading.Done()
-		err := s.scan([]byte(prefixOrder), prefixEnd(prefixOrder), func(key, _ []byte) bool {
+		warming := true
+		err := s.scan([]byte(prefixOrder), prefixEnd(prefixOrder), func(key, value []byte) bool {
 			k.add(key)
+			if warming {
+				warming = s.history.warm(gen, key, value)
+			}
 			return !s.closing.Load()
 		})
+		s.history.endWarm(gen)
 		switch {
 		case s.closing.Load():
 		case err != nil:

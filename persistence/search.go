@@ -487,6 +487,11 @@ func (s *Store) readOrders(refs []OrderRef) ([]*order.Order, error) {
 			out[i] = o
 			continue
 		}
+		if o := s.history.get(key); o != nil {
+			s.metrics.fromCache.Inc()
+			out[i] = o
+			continue
+		}
 		misses = append(misses, orderMiss{key, i})
 	}
 	if len(misses) == 0 {

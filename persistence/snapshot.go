@@ -83,6 +83,9 @@ func (s *Store) Restore(r io.Reader) error {
 	// keys is rebuilt once the new state is in.
 	s.orders.clear()
 	defer s.orders.clear()
+	// Not cleared again at the end, unlike the order cache: the warm-up
+	// that loadKnownOrders starts below fills it, and a clear would end it.
+	s.history.clear()
 	s.fsm.forget()
 	s.known.Store(nil)
 	// The snapshot's schedules may start anywhere; so may scans, from now on.

@@ -80,6 +80,11 @@ const (
 	// memory only as blocks are read.
 	DefaultBlockCacheBytes = 1 << 30
 	memTableBytes          = 64 << 20
+	// DefaultHistoryCacheBytes is the order history cache's room when the
+	// node's --history-cache-mib is not set: ~575 bytes an order (key,
+	// stored order, header), so about 1.4 M orders. It is allocated a MiB a
+	// shard at a time as it fills, so a small store takes little of it.
+	DefaultHistoryCacheBytes = 768 << 20
 	// orderCacheEntries bounds the decoded-order cache (~1-2 KiB each).
 	orderCacheEntries = 100_000
 	// walBytesPerSync has Pebble's WAL writer start writeback of what it
@@ -96,6 +101,9 @@ const (
 type Store struct {
 	db     *pebble.DB
 	orders *orderCache
+	// history holds the stored encoding of as many orders as its bytes
+	// allow, for searches and status reads deep in the history (history.go).
+	history *historyCache
 	// fsm is state only the FSM's goroutine touches (apply.go).
 	fsm fsmScratch
 	// known filters order keys for the FSM's reads (known.go); replaced
@@ -138,6 +146,9 @@ type Options struct {
 	// (DefaultBlockCacheBytes when 0); the memtables' reservation comes on
 	// top of it.
 	BlockCacheBytes int64
+	// HistoryCacheBytes is the room of the order history cache (history.go):
+	// DefaultHistoryCacheBytes when 0, none when negative.
+	HistoryCacheBytes int64
 }
 
 // OpenWith is OpenFS with the caches sized by opt (the node's flags).
@@ -166,7 +177,10 @@ func OpenWith(fs vfs.FS, dir string, logger *slog.Logger, opt Options) (*Store, 
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}
-	s := &Store{db: db, orders: newOrderCache(orderCacheEntries), logger: logger}
+	if opt.HistoryCacheBytes == 0 {
+		opt.HistoryCacheBytes = DefaultHistoryCacheBytes
+	}
+	s := &Store{db: db, orders: newOrderCache(orderCacheEntries), history: newHistoryCache(opt.HistoryCacheBytes), logger: logger}
 	s.pending.every = pendingCheckpointEvery
 	if err := s.pending.load(s); err != nil {
 		db.Close()
@@ -304,6 +318,10 @@ func (s *Store) GetOrder(merchant, id string) (*order.Order, error) {
 		s.metrics.fromCache.Inc()
 		return o, nil
 	}
+	if o := s.history.get(key); o != nil {
+		s.metrics.fromCache.Inc()
+		return o, nil
+	}
 	s.metrics.fromPebble.Inc()
 	return readOrder(s.db, key)
 }
@@ -361,6 +379,10 @@ func (s *Store) OrderStatusJSON(merchant, id string) ([]byte, error) {
 			e.statusJSON.Store(&v)
 			return v, nil
 		}
+	}
+	if o := s.history.get(key); o != nil {
+		s.metrics.fromCache.Inc()
+		return render(o), nil
 	}
 	s.metrics.fromPebble.Inc()
 	o, err := readOrder(s.db, key)
