@@ -228,16 +228,21 @@ func (s *historyShard) at(pos uint64) []byte {
 // fitsFirstLap reports whether an entry of n bytes would still be in the
 // ring's first lap, so that inserting it pushes nothing out.
 func (s *historyShard) fitsFirstLap(n uint64) bool {
-	head := s.head
-	if rest := historyChunkBytes - head%historyChunkBytes; rest < n {
-		head += rest
-	}
-	return head+n <= s.size
+	return s.entryStart(n)+n <= s.size
 }
 
-// insert appends an entry at the head. An entry never spans two chunks: when
-// the rest of the chunk is too short, the head moves to the next one. An
-// entry larger than a chunk is not cached.
+// entryStart is the absolute position an entry of n bytes inserted now
+// starts at: the head, or the next chunk's start when the rest of the
+// head's chunk is too short, since an entry never spans two chunks.
+func (s *historyShard) entryStart(n uint64) uint64 {
+	if rest := historyChunkBytes - s.head%historyChunkBytes; rest < n {
+		return s.head + rest
+	}
+	return s.head
+}
+
+// insert appends an entry at entryStart. An entry larger than a chunk is
+// not cached.
 func (s *historyShard) insert(h uint64, key string, value []byte) {
 	n := uint64(historyHeader + len(key) + len(value))
 	if n > historyChunkBytes {
@@ -245,9 +250,7 @@ func (s *historyShard) insert(h uint64, key string, value []byte) {
 		return
 	}
 	lap := s.head / s.size
-	if rest := historyChunkBytes - s.head%historyChunkBytes; rest < n {
-		s.head += rest
-	}
+	s.head = s.entryStart(n)
 	off := s.head % s.size
 	chunk := &s.chunks[off/historyChunkBytes]
 	if *chunk == nil {
