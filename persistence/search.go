@@ -482,13 +482,7 @@ func (s *Store) readOrders(refs []OrderRef) ([]*order.Order, error) {
 	var misses []orderMiss
 	for i, r := range refs {
 		key := orderKey(r.Merchant, r.OrderID)
-		if o := s.orders.get(key); o != nil {
-			s.metrics.fromCache.Inc()
-			out[i] = o
-			continue
-		}
-		if o := s.history.get(key); o != nil {
-			s.metrics.fromCache.Inc()
+		if o := s.cachedOrder(key); o != nil {
 			out[i] = o
 			continue
 		}

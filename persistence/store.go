@@ -314,16 +314,25 @@ func appendTimed(dst []byte, prefix string, due int64) []byte {
 // GetOrder returns the order, or nil when it does not exist.
 func (s *Store) GetOrder(merchant, id string) (*order.Order, error) {
 	key := orderKey(merchant, id)
-	if o := s.orders.get(key); o != nil {
-		s.metrics.fromCache.Inc()
-		return o, nil
-	}
-	if o := s.history.get(key); o != nil {
-		s.metrics.fromCache.Inc()
+	if o := s.cachedOrder(key); o != nil {
 		return o, nil
 	}
 	s.metrics.fromPebble.Inc()
 	return readOrder(s.db, key)
+}
+
+// cachedOrder returns the order at key from the caches in front of Pebble,
+// the recent orders first, then the history (counting the read as served
+// from the cache), or nil when neither holds it.
+func (s *Store) cachedOrder(key []byte) *order.Order {
+	o := s.orders.get(key)
+	if o == nil {
+		o = s.history.get(key)
+	}
+	if o != nil {
+		s.metrics.fromCache.Inc()
+	}
+	return o
 }
 
 // readOrder reads and decodes a stored order, or returns nil when absent.
