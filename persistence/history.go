@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -22,10 +23,11 @@ import (
 // none.
 //
 // Layout: per shard, a FIFO ring of entries ([key length u32][value length
-// u32][key][value]) in chunks allocated as the ring first fills, and a map
-// from the key's hash to the entry's absolute position in the ring. Neither
-// holds a pointer, so the collector does not scan a million entries: a
-// chunk is one object, a map of integers is not scanned. An entry is valid
+// u32][key][value]) in chunks of one region outside the Go heap
+// (history_mem_linux.go; elsewhere, heap slices allocated as the ring first
+// fills), and a map from the key's hash to the entry's absolute position in
+// the ring. Neither holds a pointer, so the collector does not scan a
+// million entries: a map of integers is not scanned. An entry is valid
 // while the ring has not come round to it again (pos >= head - size); a
 // lookup checks that and that the stored key is the key (two keys may share
 // a hash: the later one wins the slot, the other misses).
@@ -65,8 +67,9 @@ const (
 type historyShard struct {
 	mu     sync.RWMutex
 	index  map[uint64]uint64 // key hash → absolute position of its entry
-	chunks [][]byte          // the ring: size/historyChunkBytes chunks, allocated on first use
-	size   uint64            // the ring's bytes, a multiple of historyChunkBytes
+	chunks [][]byte          // the ring: size/historyChunkBytes chunks of region, or allocated on first use
+	region []byte            // the ring's memory outside the heap (mapRing), or nil
+	size   uint64            // the ring's bytes, a multiple of historyChunkBytes; 0 once closed
 	head   uint64            // absolute position of the next entry
 	// dirty, while a warm-up runs, holds the hashes of keys the FSM put
 	// since it began (nil otherwise).
@@ -86,8 +89,37 @@ func newHistoryCache(capacity int64) *historyCache {
 		s.index = map[uint64]uint64{}
 		s.size = perShard
 		s.chunks = make([][]byte, perShard/historyChunkBytes)
+		if region, err := mapRing(perShard); err == nil {
+			s.region = region
+			for i := range s.chunks {
+				s.chunks[i] = region[i*historyChunkBytes : (i+1)*historyChunkBytes : (i+1)*historyChunkBytes]
+			}
+		}
 	}
 	return c
+}
+
+// close empties the cache and returns the rings' memory (Store.Close).
+// Under each shard's lock, so no reader is in the ring it unmaps; a get or
+// put after it finds nothing and stores nothing (size 0).
+func (c *historyCache) close() error {
+	if c == nil {
+		return nil
+	}
+	c.gen.Add(1)
+	var errs []error
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		clear(s.index)
+		s.chunks, s.size, s.head, s.dirty = nil, 0, 0, nil
+		if s.region != nil {
+			errs = append(errs, unmapRing(s.region))
+			s.region = nil
+		}
+		s.mu.Unlock()
+	}
+	return errors.Join(errs...)
 }
 
 func (c *historyCache) shardOf(h uint64) *historyShard {
@@ -245,7 +277,7 @@ func (s *historyShard) entryStart(n uint64) uint64 {
 // not cached.
 func (s *historyShard) insert(h uint64, key string, value []byte) {
 	n := uint64(historyHeader + len(key) + len(value))
-	if n > historyChunkBytes {
+	if n > historyChunkBytes || s.size == 0 { // too large, or closed
 		delete(s.index, h)
 		return
 	}

@@ -372,19 +372,25 @@ func candidates(f *SearchFilter) []plan {
 }
 
 // choose returns the candidate with the fewest keys, counting at most
-// searchProbe in each. A lone candidate (the time index, when the filter
-// names no other) is not counted: there is nothing to choose between. Nor
-// is a candidate counted past the fewest keys seen so far, which it could
-// then no longer beat: a customer's 20 orders are not weighed against 256
-// keys of the time index. Each count is a seek through every level and a
-// run of keys; the choice is the same as counting them all
-// (TestChooseShortcutsPickWhatFullCountingPicks).
+// searchProbe in each. The time index (always the last candidate) is never
+// counted: it holds a key for every order of the scope, so within the same
+// time bounds it has at least as many keys as any other candidate and
+// could only tie, and a tie goes to the earlier candidate. So a filter with
+// one equality condition (a customer's e-mail) reads its index without
+// counting anything. Nor is a candidate counted past the fewest keys seen
+// so far, which it could then no longer beat. Each count is a seek through
+// every level and a run of keys; the choice is the same as counting them
+// all (TestChooseShortcutsPickWhatFullCountingPicks).
 func (s *Store) choose(cands []plan) (plan, error) {
-	if len(cands) == 1 {
-		return cands[0], nil
+	byValue := cands[:len(cands)-1]
+	switch len(byValue) {
+	case 0:
+		return cands[len(cands)-1], nil
+	case 1:
+		return byValue[0], nil
 	}
-	best, bestN := cands[len(cands)-1], searchProbe+1
-	for _, c := range cands {
+	best, bestN := byValue[0], searchProbe+1
+	for _, c := range byValue {
 		n, limit := 0, min(searchProbe, bestN)
 		if err := s.scan(c.lo, c.hi, func(_, _ []byte) bool { n++; return n < limit }); err != nil {
 			return plan{}, err

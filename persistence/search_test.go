@@ -417,8 +417,8 @@ func TestSearchReadsNoBlockFromTheFilesAfterTheWarmUp(t *testing.T) {
 	}
 }
 
-// choose's shortcuts (a lone candidate is not counted; no candidate is
-// counted past the fewest keys seen so far) pick the index that counting
+// choose's shortcuts (the time index is not counted, nor a lone other
+// candidate; no candidate is counted past the fewest keys seen so far) pick the index that counting
 // every candidate up to searchProbe picks, for random filters over a store
 // where some indexes hold more than searchProbe keys.
 func TestChooseShortcutsPickWhatFullCountingPicks(t *testing.T) {

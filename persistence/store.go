@@ -82,8 +82,9 @@ const (
 	memTableBytes          = 64 << 20
 	// DefaultHistoryCacheBytes is the order history cache's room when the
 	// node's --history-cache-mib is not set: ~575 bytes an order (key,
-	// stored order, header), so about 1.4 M orders. It is allocated a MiB a
-	// shard at a time as it fills, so a small store takes little of it.
+	// stored order, header), so about 1.4 M orders. It is reserved outside
+	// the Go heap and the kernel backs it as it fills, so a small store takes
+	// little of it.
 	DefaultHistoryCacheBytes = 768 << 20
 	// orderCacheEntries bounds the decoded-order cache (~1-2 KiB each).
 	orderCacheEntries = 100_000
@@ -236,7 +237,7 @@ func (s *Store) closeDB() error {
 	s.closing.Store(true)
 	s.loading.Wait()
 	s.unregisterMetrics()
-	return s.db.Close()
+	return errors.Join(s.db.Close(), s.history.close())
 }
 
 // AppliedIndex is the last Raft index whose effects are in the store.

@@ -72,8 +72,8 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.BackupInterval, "backup-interval", time.Hour, "time between scheduled backups (with --backup-dir)")
 	fs.IntVar(&cfg.BackupKeep, "backup-keep", 24, "scheduled backups kept in --backup-dir; older ones are deleted")
 	fs.Int64Var(&cfg.CacheSizeMiB, "cache-size-mib", cfg.CacheSizeMiB, "MiB of Pebble's block cache for stored data, on top of the Go heap's limit (0: the default)")
-	fs.Int64Var(&cfg.HistoryCacheMiB, "history-cache-mib", cfg.HistoryCacheMiB, "MiB of stored orders kept in memory for searches and status reads of old orders, added to the Go heap's limit (0: none)")
-	memLimit := fs.Int64("memory-limit-mib", 640, "soft limit of the Go heap in MiB, --history-cache-mib added (GOMEMLIMIT wins when set); Pebble's caches come on top")
+	fs.Int64Var(&cfg.HistoryCacheMiB, "history-cache-mib", cfg.HistoryCacheMiB, "MiB of stored orders kept in memory for searches and status reads of old orders, outside the Go heap (0: none)")
+	memLimit := fs.Int64("memory-limit-mib", 640, "soft limit of the Go heap in MiB (GOMEMLIMIT wins when set); Pebble's block cache and the history cache come on top")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback address (off when empty; profiling only)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	// Raft tuning: hidden from -help, documented in docs/cluster.md.
@@ -119,8 +119,9 @@ func run(args []string) int {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && *memLimit > 0 {
 		// Without a limit the heap grows to twice the live data before a
 		// collection; with one, the collector works harder instead.
-		// The history cache lives in the heap: the limit is for the rest.
-		debug.SetMemoryLimit((*memLimit + cfg.HistoryCacheMiB) << 20)
+		// Pebble's block cache and the order history cache live outside
+		// the heap: the limit is not for them.
+		debug.SetMemoryLimit(*memLimit << 20)
 		if _, set := os.LookupEnv("GOGC"); !set {
 			// Collect less often while far below the limit: GC was ~10 %
 			// of a charge's CPU at the default of 100.
