@@ -232,3 +232,27 @@ func TestHistoryCacheMatchesPebbleAfterAWarmUpDuringWrites(t *testing.T) {
 	restoreFrom(t, follower.Store, ts.Store)
 	check(follower.Store, "after a restore")
 }
+
+// Close returns the rings' memory (outside the Go heap on Linux): a get
+// after it finds nothing and a put stores nothing, rather than touch
+// memory that is gone.
+func TestHistoryCacheAfterCloseKeepsNothing(t *testing.T) {
+	c := smallHistory()
+	c.put("o/m1\x00a", encodedOrder(t, "a", 7))
+	if got := historyAmount(c, "o/m1\x00a"); got != 7 {
+		t.Fatalf("before close: amount %d, want 7", got)
+	}
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := historyAmount(c, "o/m1\x00a"); got != -1 {
+		t.Fatalf("after close: amount %d is still answered", got)
+	}
+	c.put("o/m1\x00b", encodedOrder(t, "b", 8))
+	if got := historyAmount(c, "o/m1\x00b"); got != -1 {
+		t.Fatalf("a put after close stored amount %d", got)
+	}
+	if gen := c.beginWarm(); c.warm(gen, []byte("o/m1\x00c"), encodedOrder(t, "c", 9)) {
+		t.Fatal("a warm-up after close asks for more")
+	}
+}
