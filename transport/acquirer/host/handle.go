@@ -129,9 +129,9 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 	k, f := recordFields(kind, req)
 	h.mu.Lock()
 	for {
-		if r, ok := h.index[k]; ok {
+		if p, ok := h.index[k]; ok {
 			h.mu.Unlock()
-			return r, nil
+			return p.record(), nil
 		}
 		if _, busy := h.inflight[k]; !busy {
 			break
@@ -296,9 +296,11 @@ func (h *Host) findOriginal(mid, f90, rrn string) (*original, string) {
 	}
 	for _, kind := range []string{KindAuth, KindSale} {
 		k := key(kind, mid, rrn, "", "")
-		if r := h.index[k]; r != nil && r.Kind == kind {
-			if o := h.byOrig[origKey(r.MID, r.STAN, r.Sent)]; o != nil {
-				return o, o.key
+		if p, ok := h.index[k]; ok {
+			if r := p.record(); r.Kind == kind {
+				if o := h.byOrig[origKey(r.MID, r.STAN, r.Sent)]; o != nil {
+					return o, o.key
+				}
 			}
 		}
 	}

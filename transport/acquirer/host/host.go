@@ -76,7 +76,7 @@ type Host struct {
 	lastRefusal atomic.Int64
 
 	mu    sync.Mutex
-	index map[string]*Record // by key (kind class, MID, RRN): first decisions
+	index map[string]packedRecord // by key (kind class, MID, RRN): first decisions
 	// ring is the FIFO of index keys, for eviction: it grows to
 	// repeatWindowMax, then wraps at next. Not made full size at Open: 200,000
 	// empty strings are 3.2 MB of pointers every garbage collection scans.
@@ -133,7 +133,7 @@ func Open(cfg Config) (*Host, error) {
 	if cfg.syncFile != nil {
 		l.syncFile = cfg.syncFile
 	}
-	h := &Host{cfg: cfg, ledger: l, index: map[string]*Record{},
+	h := &Host{cfg: cfg, ledger: l, index: map[string]packedRecord{},
 		inflight: map[string]struct{}{}, byOrig: map[string]*original{}, conns: map[net.Conn]struct{}{}}
 	h.decided = sync.NewCond(&h.mu)
 	h.advised = sync.NewCond(&h.mu)
@@ -167,8 +167,10 @@ func (h *Host) rememberAs(r *Record, k string) {
 			h.ring = append(h.ring, k)
 		} else {
 			if old := h.ring[h.next]; old != "" {
-				if o := h.index[old]; o != nil && (o.Kind == KindAuth || o.Kind == KindSale) {
-					delete(h.byOrig, origKey(o.MID, o.STAN, o.Sent))
+				if p, ok := h.index[old]; ok {
+					if o := p.record(); o.Kind == KindAuth || o.Kind == KindSale {
+						delete(h.byOrig, origKey(o.MID, o.STAN, o.Sent))
+					}
 				}
 				delete(h.index, old)
 			}
@@ -176,7 +178,7 @@ func (h *Host) rememberAs(r *Record, k string) {
 			h.next = (h.next + 1) % len(h.ring)
 		}
 	}
-	h.index[k] = r
+	h.index[k] = pack(r)
 	switch {
 	case (r.Kind == KindAuth || r.Kind == KindSale) && r.approved():
 		h.byOrig[origKey(r.MID, r.STAN, r.Sent)] = &original{key: k, kind: r.Kind, amount: r.Amount}
@@ -192,10 +194,11 @@ func (h *Host) rememberAs(r *Record, k string) {
 }
 
 func (h *Host) originalByKey(k string) *original {
-	r := h.index[k]
-	if r == nil {
+	p, ok := h.index[k]
+	if !ok {
 		return nil
 	}
+	r := p.record()
 	return h.byOrig[origKey(r.MID, r.STAN, r.Sent)]
 }
 
@@ -257,8 +260,8 @@ func (h *Host) Authorizations(rrn string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := 0
-	for _, r := range h.index {
-		if r.RRN == rrn && (r.Kind == KindAuth || r.Kind == KindSale) {
+	for _, p := range h.index {
+		if r := p.record(); r.RRN == rrn && (r.Kind == KindAuth || r.Kind == KindSale) {
 			n++
 		}
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 )
@@ -92,4 +93,69 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// packedRecord is a Record in one string, as the repeat index holds it: a
+// Record is fourteen strings, and 200,000 of them (repeatWindowMax) were
+// ~3 million pointers that every garbage collection of the process marked,
+// a node's included when the host runs in it (docs/performance.md, "Order
+// search", eighth series). A packed record's bytes hold no pointer.
+//
+// Layout: Time and Amount (8 bytes each, big-endian), then each string
+// field in packedFields' order as a uvarint length and its bytes.
+type packedRecord string
+
+// packedFields lists the string fields of r, in the packed order.
+func packedFields(r *Record) [14]*string {
+	return [14]*string{&r.Date, &r.Kind, &r.MTI, &r.MID, &r.RRN, &r.STAN, &r.Sent,
+		&r.Currency, &r.Response, &r.AuthCode, &r.ARN, &r.AVS, &r.CVV, &r.Original}
+}
+
+func pack(r *Record) packedRecord {
+	fields := packedFields(r)
+	n := 16
+	for _, f := range fields {
+		n += binary.MaxVarintLen16 + len(*f)
+	}
+	b := make([]byte, 0, n)
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Time))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Amount))
+	for _, f := range fields {
+		b = binary.AppendUvarint(b, uint64(len(*f)))
+		b = append(b, *f...)
+	}
+	return packedRecord(b)
+}
+
+// record unpacks p; its strings share p's bytes.
+func (p packedRecord) record() *Record {
+	r := &Record{Time: int64(be64(p[:8])), Amount: int64(be64(p[8:16]))}
+	rest := p[16:]
+	for _, f := range packedFields(r) {
+		n, w := uvarint(rest)
+		*f, rest = string(rest[w:w+n]), rest[w+n:]
+	}
+	return r
+}
+
+// be64 is binary.BigEndian.Uint64 over a string, without copying it.
+func be64(s packedRecord) uint64 {
+	var x uint64
+	for i := range 8 {
+		x = x<<8 | uint64(s[i])
+	}
+	return x
+}
+
+// uvarint is binary.Uvarint over a string, without copying it.
+func uvarint(s packedRecord) (n, width int) {
+	var x uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		x |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return int(x), i + 1
+		}
+	}
+	panic("acquirer host: truncated packed record") // only pack writes them
 }

@@ -114,3 +114,30 @@ func TestLedgerConcurrentAppendsAllReadAfterClose(t *testing.T) {
 		t.Fatalf("read %d distinct records, want %d", len(seen), writers*each)
 	}
 }
+
+// A packed record (the repeat index's form) unpacks to the record it was
+// made of: every field, empty strings, strings past one varint byte's
+// length, and the extremes of Time and Amount.
+func TestPackedRecordUnpacksToTheRecord(t *testing.T) {
+	rng := rand.New(rand.NewSource(36))
+	str := func() string { return string(bytes.Repeat([]byte{byte('a' + rng.Intn(26))}, rng.Intn(300))) }
+	records := []Record{
+		{},
+		{Time: -1 << 63, Amount: 1<<63 - 1},
+		{Time: 1764316800123456789, Date: "2026-11-28", Kind: KindAuth, MTI: "0100", MID: "MID000000000001",
+			RRN: "000000123456", STAN: "123456", Sent: "1128120000", Amount: 1020, Currency: "978",
+			Response: "00", AuthCode: "A1B2C3", ARN: "74000000000000000000001", AVS: "Y", CVV: "M", Original: "auth|MID|RRN"},
+	}
+	for range 200 {
+		r := Record{Time: rng.Int63() - rng.Int63(), Amount: rng.Int63() - rng.Int63()}
+		for _, f := range packedFields(&r) {
+			*f = str()
+		}
+		records = append(records, r)
+	}
+	for _, r := range records {
+		if got := pack(&r).record(); *got != r {
+			t.Fatalf("packed and unpacked:\n got %+v\nwant %+v", *got, r)
+		}
+	}
+}
