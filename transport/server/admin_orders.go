@@ -103,21 +103,14 @@ func (s *Server) search(f persistence.SearchFilter) (persistence.SearchPage, *ap
 	return page, nil
 }
 
-// orderJSONBytes is room enough for most orders' status view with their
-// transactions (a card charge's is ~1 KB).
-const orderJSONBytes = 1280
-
 // searchPageJSON is {"orders":[status views],"next_cursor":…|null}.
 func searchPageJSON(page persistence.SearchPage) []byte {
-	// Each order is written straight into the page's buffer: a buffer of
-	// its own, copied in, was a fifth of a search's allocations
-	// (docs/performance.md, "Order search", eighth series).
-	b := append(make([]byte, 0, 64+len(page.Orders)*orderJSONBytes), `{"orders":[`...)
+	b := append(make([]byte, 0, 64+len(page.Orders)*1024), `{"orders":[`...)
 	for i, o := range page.Orders {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = order.NewView(o, order.WithAllTxns, "").AppendJSON(b)
+		b = append(b, order.NewView(o, order.WithAllTxns, "").Marshal()...)
 	}
 	b = append(b, `],"next_cursor":`...)
 	if page.NextCursor == "" {
