@@ -96,9 +96,8 @@ type Config struct {
 	// history read from memory instead of the files.
 	CacheSizeMiB int64
 	// HistoryCacheMiB is the order history cache (--history-cache-mib; 0:
-	// none): stored orders kept in the Go heap for searches and status
-	// reads deep in the history (persistence/history.go). gatewayd raises
-	// the heap's soft limit by as much.
+	// none): stored orders kept in memory outside the Go heap for searches
+	// and status reads deep in the history (persistence/history.go).
 	HistoryCacheMiB int64
 
 	// acquirer, set only by this package's tests, replaces the acquirer

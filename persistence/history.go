@@ -106,20 +106,26 @@ func (c *historyCache) close() error {
 	if c == nil {
 		return nil
 	}
-	c.gen.Add(1)
+	c.clear()
 	var errs []error
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		clear(s.index)
-		s.chunks, s.size, s.head, s.dirty = nil, 0, 0, nil
+	c.eachShard(func(s *historyShard) {
+		s.chunks, s.size = nil, 0
 		if s.region != nil {
 			errs = append(errs, unmapRing(s.region))
 			s.region = nil
 		}
+	})
+	return errors.Join(errs...)
+}
+
+// eachShard calls f on every shard, under that shard's lock.
+func (c *historyCache) eachShard(f func(*historyShard)) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		f(s)
 		s.mu.Unlock()
 	}
-	return errors.Join(errs...)
 }
 
 func (c *historyCache) shardOf(h uint64) *historyShard {
@@ -170,12 +176,7 @@ func (c *historyCache) beginWarm() uint64 {
 	if c == nil {
 		return 0
 	}
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		s.dirty = map[uint64]struct{}{}
-		s.mu.Unlock()
-	}
+	c.eachShard(func(s *historyShard) { s.dirty = map[uint64]struct{}{} })
 	return c.gen.Load()
 }
 
@@ -209,14 +210,11 @@ func (c *historyCache) endWarm(gen uint64) {
 	if c == nil {
 		return
 	}
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
+	c.eachShard(func(s *historyShard) {
 		if c.gen.Load() == gen {
 			s.dirty = nil
 		}
-		s.mu.Unlock()
-	}
+	})
 }
 
 // clear empties the cache (Restore) and ends any warm-up in progress.
@@ -225,14 +223,10 @@ func (c *historyCache) clear() {
 		return
 	}
 	c.gen.Add(1)
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
+	c.eachShard(func(s *historyShard) {
 		clear(s.index)
-		s.head = 0
-		s.dirty = nil
-		s.mu.Unlock()
-	}
+		s.head, s.dirty = 0, nil
+	})
 }
 
 // lookup returns the value of key's entry, in the ring (valid until the

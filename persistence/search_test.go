@@ -418,9 +418,10 @@ func TestSearchReadsNoBlockFromTheFilesAfterTheWarmUp(t *testing.T) {
 }
 
 // choose's shortcuts (the time index is not counted, nor a lone other
-// candidate; no candidate is counted past the fewest keys seen so far) pick the index that counting
-// every candidate up to searchProbe picks, for random filters over a store
-// where some indexes hold more than searchProbe keys.
+// candidate; no candidate is counted past the fewest keys seen so far) pick
+// the index that counting every candidate up to searchProbe picks, for
+// random filters over a store where some indexes hold more than
+// searchProbe keys.
 func TestChooseShortcutsPickWhatFullCountingPicks(t *testing.T) {
 	f := newSearchFixture(t)
 	f.add(1500, 1e18)
