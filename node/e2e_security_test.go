@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,12 +321,14 @@ type tcpTap struct {
 	seen   []byte
 }
 
-func newTap(t *testing.T) *tcpTap {
+// newTap listens on a loopback port and passes each connection to
+// target's address at the time.
+func newTap(t *testing.T, target func() string) *tcpTap {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpTap{ln: ln}
+	p := &tcpTap{ln: ln, target: target}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -388,12 +391,19 @@ func TestClusterTrafficCarriesNoSecrets(t *testing.T) {
 				extra = []string{"--insecure-cluster-links"}
 			}
 			key := nodetest.NewKeyFile(t)
-			tap := newTap(t)
-			var leader *nodetest.Node
-			tap.target = func() string { return leader.RaftAddr }
-			// node1 is dialled at the tap, which passes to its cluster port.
-			leader = nodetest.Start(t, nodetest.Options{ID: "node1", KeyFile: key,
+			// node1 is dialled at the tap, which passes to its cluster port
+			// once Start has returned it (node1 may dial its own advertised
+			// address before that; such a dial fails and is retried).
+			var started atomic.Pointer[nodetest.Node]
+			tap := newTap(t, func() string {
+				if n := started.Load(); n != nil {
+					return n.RaftAddr
+				}
+				return "127.0.0.1:0"
+			})
+			leader := nodetest.Start(t, nodetest.Options{ID: "node1", KeyFile: key,
 				Args: append([]string{"--advertise-raft-addr", tap.ln.Addr().String()}, extra...)})
+			started.Store(leader)
 			c := nodetest.ClusterOf(t, key, leader)
 			for _, id := range []string{"node2", "node3"} {
 				c.Nodes = append(c.Nodes, nodetest.Start(t, nodetest.Options{ID: id, KeyFile: key, Join: leader.HTTPAddr, Args: extra}))
