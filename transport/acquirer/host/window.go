@@ -1,0 +1,300 @@
+package host
+
+import "encoding/binary"
+
+// window is the repeat index: the first decision of each of the last
+// max messages, by key, and the approved authorisations and sales among
+// them by (MID, STAN, field 7) with what has been captured of them and
+// whether they were reversed. The caller holds Host.mu.
+//
+// It holds no pointer the garbage collector must follow per message: the
+// records sit in fixed-size slots in a few large byte chunks, and the maps
+// from keys to slots have keys and values of fixed size. A map of strings
+// to records held ~1 million pointers at 200,000 messages, and the
+// collector marked them in every cycle of the process, a node's included
+// when the host runs in it (docs/performance.md, "Order search", ninth
+// series).
+//
+// Slots are taken in order and, once max are taken, reused oldest first:
+// the window is the last max distinct keys, as the ledger wrote them.
+type window struct {
+	max    int
+	chunks [][]byte // slotsPerChunk slots each, allocated as the window fills
+	used   int      // slots taken so far, at most max
+	next   int      // once used == max, the oldest slot: the next one reused
+
+	byKey  slotIndex // key → its slot
+	byOrig slotIndex // origKey → the slot of an approved authorisation or sale
+	// long holds, by slot, a packed record larger than a slot's room
+	// (slotRecordBytes). The wire's fields are of fixed length and no
+	// record is near it; the map is there so that a larger one is kept
+	// whole all the same.
+	long map[uint32]packedRecord
+}
+
+// A slot: the packed record's length (2 bytes, longRecord when it is in
+// window.long), then an original's state (what was captured, 8 bytes;
+// flags, 1 byte; 1 byte unused; a generation, 4 bytes), then the packed
+// record.
+const (
+	slotBytes       = 256
+	slotHeader      = 16
+	slotRecordBytes = slotBytes - slotHeader
+	slotsPerChunk   = 4096 // 1 MiB chunks
+	longRecord      = 0xFFFF
+)
+
+// A slot's flags.
+const (
+	flagOriginal = 1 << iota // an approved authorisation or sale, in byOrig
+	flagReversed
+	flagAdvising // a capture or reversal of it is being decided (Host.decide)
+)
+
+// originalRef names an original as decide holds it: the slot and its
+// generation, which changes when the slot is given to another record, so
+// that letting go of an original the window has dropped changes nothing.
+type originalRef struct{ slot, gen uint32 }
+
+// original is an original's state, as a capture or reversal decides by it.
+type original struct {
+	key      string // the original's repeat key: a capture's Record.Original
+	kind     string
+	amount   int64
+	captured int64
+	reversed bool
+	advising bool
+}
+
+func newWindow(max int) *window {
+	return &window{max: max, byKey: newSlotIndex(), byOrig: newSlotIndex(), long: map[uint32]packedRecord{}}
+}
+
+func (w *window) slot(s uint32) []byte {
+	c := w.chunks[s/slotsPerChunk]
+	i := s % slotsPerChunk * slotBytes
+	return c[i : i+slotBytes : i+slotBytes]
+}
+
+// get returns the record remembered under k.
+func (w *window) get(k string) (*Record, bool) {
+	s, ok := w.byKey.get(k)
+	if !ok {
+		return nil, false
+	}
+	return w.record(s), true
+}
+
+// record returns slot s's record, in strings of its own: the slot's bytes
+// are reused.
+func (w *window) record(s uint32) *Record { return w.packed(s).record() }
+
+func (w *window) packed(s uint32) packedRecord {
+	b := w.slot(s)
+	n := binary.LittleEndian.Uint16(b)
+	if n == longRecord {
+		return w.long[s]
+	}
+	return packedRecord(b[slotHeader : slotHeader+int(n)])
+}
+
+// put remembers r under k (k is key of r's fields), in k's slot if k is
+// already remembered, else in a new slot or the oldest one. An approved
+// authorisation or sale becomes an original with nothing captured.
+func (w *window) put(k string, r *Record) uint32 {
+	s, ok := w.byKey.get(k)
+	if !ok {
+		s = w.take()
+		w.byKey.set(k, s)
+	} else {
+		w.forgetOriginal(s)
+	}
+	b := w.slot(s)
+	gen := binary.LittleEndian.Uint32(b[12:]) + 1
+	clear(b[:slotHeader])
+	binary.LittleEndian.PutUint32(b[12:], gen)
+	delete(w.long, s)
+	if p := pack(r); len(p) <= slotRecordBytes {
+		binary.LittleEndian.PutUint16(b, uint16(len(p)))
+		copy(b[slotHeader:], p)
+	} else {
+		binary.LittleEndian.PutUint16(b, longRecord)
+		w.long[s] = p
+	}
+	if (r.Kind == KindAuth || r.Kind == KindSale) && r.approved() {
+		b[10] = flagOriginal
+		w.byOrig.set(origKey(r.MID, r.STAN, r.Sent), s)
+	}
+	return s
+}
+
+// take returns a slot for a new key: a new one until max are taken, then
+// the oldest, whose record the window forgets.
+func (w *window) take() uint32 {
+	if w.used < w.max {
+		s := uint32(w.used)
+		if int(s/slotsPerChunk) == len(w.chunks) {
+			w.chunks = append(w.chunks, make([]byte, slotsPerChunk*slotBytes))
+		}
+		w.used++
+		return s
+	}
+	s := uint32(w.next)
+	w.next = (w.next + 1) % w.max
+	r := w.record(s)
+	w.forgetOriginal(s)
+	w.byKey.deleteIf(key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent), s)
+	delete(w.long, s)
+	return s
+}
+
+// forgetOriginal drops slot s from byOrig, if it is an original there.
+func (w *window) forgetOriginal(s uint32) {
+	if w.slot(s)[10]&flagOriginal == 0 {
+		return
+	}
+	r := w.record(s)
+	w.byOrig.deleteIf(origKey(r.MID, r.STAN, r.Sent), s)
+}
+
+// originalByKey returns the original remembered under the repeat key k.
+func (w *window) originalByKey(k string) (originalRef, bool) {
+	s, ok := w.byKey.get(k)
+	if !ok || w.slot(s)[10]&flagOriginal == 0 {
+		return originalRef{}, false
+	}
+	return w.ref(s), true
+}
+
+// originalByMessage returns the original of (mid, stan, sent): field 90's
+// identity of an authorisation or sale.
+func (w *window) originalByMessage(mid, stan, sent string) (originalRef, bool) {
+	s, ok := w.byOrig.get(origKey(mid, stan, sent))
+	if !ok {
+		return originalRef{}, false
+	}
+	return w.ref(s), true
+}
+
+func (w *window) ref(s uint32) originalRef {
+	return originalRef{slot: s, gen: binary.LittleEndian.Uint32(w.slot(s)[12:])}
+}
+
+// original returns o's state; false if the window no longer holds it.
+func (w *window) original(o originalRef) (original, bool) {
+	b, ok := w.current(o)
+	if !ok {
+		return original{}, false
+	}
+	r := w.record(o.slot)
+	return original{
+		key:      key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent),
+		kind:     r.Kind,
+		amount:   r.Amount,
+		captured: int64(binary.LittleEndian.Uint64(b[2:])),
+		reversed: b[10]&flagReversed != 0,
+		advising: b[10]&flagAdvising != 0,
+	}, true
+}
+
+// current returns o's slot if it still holds o.
+func (w *window) current(o originalRef) ([]byte, bool) {
+	b := w.slot(o.slot)
+	return b, binary.LittleEndian.Uint32(b[12:]) == o.gen && b[10]&flagOriginal != 0
+}
+
+// advising reports whether a capture or reversal of o is being decided.
+func (w *window) advising(o originalRef) bool {
+	b, ok := w.current(o)
+	return ok && b[10]&flagAdvising != 0
+}
+
+// setAdvising marks o as having a capture or reversal decided, or not;
+// nothing if the window no longer holds o.
+func (w *window) setAdvising(o originalRef, on bool) {
+	if b, ok := w.current(o); ok {
+		b[10] &^= flagAdvising
+		if on {
+			b[10] |= flagAdvising
+		}
+	}
+}
+
+// captured adds amount to what was captured of o.
+func (w *window) captured(o originalRef, amount int64) {
+	if b, ok := w.current(o); ok {
+		binary.LittleEndian.PutUint64(b[2:], binary.LittleEndian.Uint64(b[2:])+uint64(amount))
+	}
+}
+
+// reversed marks o as reversed.
+func (w *window) reversed(o originalRef) {
+	if b, ok := w.current(o); ok {
+		b[10] |= flagReversed
+	}
+}
+
+// each calls f with every record the window holds.
+func (w *window) each(f func(*Record)) {
+	for s := range w.used {
+		f(w.record(uint32(s)))
+	}
+}
+
+// slotIndex maps keys to slots. A key shorter than a shortKey (every key
+// the wire's fixed-length fields make) is a map key of fixed size, which
+// holds no pointer; a longer one is a string in long.
+type slotIndex struct {
+	short map[shortKey]uint32
+	long  map[string]uint32
+}
+
+// shortKey is a key's length, then its bytes, then zeros.
+type shortKey [64]byte
+
+func newSlotIndex() slotIndex {
+	return slotIndex{short: map[shortKey]uint32{}, long: map[string]uint32{}}
+}
+
+func toShort(k string) (shortKey, bool) {
+	var sk shortKey
+	if len(k) >= len(sk) {
+		return sk, false
+	}
+	sk[0] = byte(len(k))
+	copy(sk[1:], k)
+	return sk, true
+}
+
+func (x slotIndex) get(k string) (uint32, bool) {
+	if sk, ok := toShort(k); ok {
+		s, ok := x.short[sk]
+		return s, ok
+	}
+	s, ok := x.long[k]
+	return s, ok
+}
+
+func (x slotIndex) set(k string, s uint32) {
+	if sk, ok := toShort(k); ok {
+		x.short[sk] = s
+		return
+	}
+	x.long[k] = s
+}
+
+func (x slotIndex) size() int { return len(x.short) + len(x.long) }
+
+// deleteIf deletes k if it maps to slot s: another slot may have taken k
+// since (an original of the same MID, STAN and field 7, say).
+func (x slotIndex) deleteIf(k string, s uint32) {
+	if sk, ok := toShort(k); ok {
+		if got, ok := x.short[sk]; ok && got == s {
+			delete(x.short, sk)
+		}
+		return
+	}
+	if got, ok := x.long[k]; ok && got == s {
+		delete(x.long, k)
+	}
+}
