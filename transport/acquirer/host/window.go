@@ -1,6 +1,9 @@
 package host
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"hash/maphash"
+)
 
 // window is the repeat index: the first decision of each of the last
 // max messages, by key, and the approved authorisations and sales among
@@ -9,7 +12,7 @@ import "encoding/binary"
 //
 // It holds no pointer the garbage collector must follow per message: the
 // records sit in fixed-size slots in a few large byte chunks, and the maps
-// from keys to slots have keys and values of fixed size. A map of strings
+// to slots are keyed by the keys' hashes (slotIndex). A map of strings
 // to records held ~1 million pointers at 200,000 messages, and the
 // collector marked them in every cycle of the process, a node's included
 // when the host runs in it (docs/performance.md, "Order search", ninth
@@ -67,7 +70,16 @@ type original struct {
 }
 
 func newWindow(max int) *window {
-	return &window{max: max, byKey: newSlotIndex(), byOrig: newSlotIndex(), long: map[uint32]packedRecord{}}
+	w := &window{max: max, long: map[uint32]packedRecord{}}
+	w.byKey = newSlotIndex(func(s uint32) string {
+		r := w.record(s)
+		return key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent)
+	})
+	w.byOrig = newSlotIndex(func(s uint32) string {
+		r := w.record(s)
+		return origKey(r.MID, r.STAN, r.Sent)
+	})
+	return w
 }
 
 func (w *window) slot(s uint32) []byte {
@@ -102,12 +114,11 @@ func (w *window) packed(s uint32) packedRecord {
 // already remembered, else in a new slot or the oldest one. An approved
 // authorisation or sale becomes an original with nothing captured.
 func (w *window) put(k string, r *Record) uint32 {
-	s, ok := w.byKey.get(k)
-	if !ok {
-		s = w.take()
-		w.byKey.set(k, s)
-	} else {
+	s, held := w.byKey.get(k)
+	if held {
 		w.forgetOriginal(s)
+	} else {
+		s = w.take()
 	}
 	b := w.slot(s)
 	gen := binary.LittleEndian.Uint32(b[12:]) + 1
@@ -120,6 +131,9 @@ func (w *window) put(k string, r *Record) uint32 {
 	} else {
 		binary.LittleEndian.PutUint16(b, longRecord)
 		w.long[s] = p
+	}
+	if !held {
+		w.byKey.set(k, s)
 	}
 	if (r.Kind == KindAuth || r.Kind == KindSale) && r.approved() {
 		b[10] = flagOriginal
@@ -241,60 +255,62 @@ func (w *window) each(f func(*Record)) {
 	}
 }
 
-// slotIndex maps keys to slots. A key shorter than a shortKey (every key
-// the wire's fixed-length fields make) is a map key of fixed size, which
-// holds no pointer; a longer one is a string in long.
+// slotIndex maps keys to slots by a seeded hash of the key, checked
+// against the key of the slot found (keyOf): a map of 8-byte hashes to
+// 4-byte slots holds no pointer. A key whose hash another key already
+// holds (about one in 10^9 pairs of a full window) goes in spill, by
+// itself.
 type slotIndex struct {
-	short map[shortKey]uint32
-	long  map[string]uint32
+	hash   func(string) uint64
+	keyOf  func(slot uint32) string
+	byHash map[uint64]uint32
+	spill  map[string]uint32
 }
 
-// shortKey is a key's length, then its bytes, then zeros.
-type shortKey [64]byte
-
-func newSlotIndex() slotIndex {
-	return slotIndex{short: map[shortKey]uint32{}, long: map[string]uint32{}}
-}
-
-func toShort(k string) (shortKey, bool) {
-	var sk shortKey
-	if len(k) >= len(sk) {
-		return sk, false
+func newSlotIndex(keyOf func(uint32) string) slotIndex {
+	seed := maphash.MakeSeed()
+	return slotIndex{
+		hash:   func(k string) uint64 { return maphash.String(seed, k) },
+		keyOf:  keyOf,
+		byHash: map[uint64]uint32{},
+		spill:  map[string]uint32{},
 	}
-	sk[0] = byte(len(k))
-	copy(sk[1:], k)
-	return sk, true
 }
 
 func (x slotIndex) get(k string) (uint32, bool) {
-	if sk, ok := toShort(k); ok {
-		s, ok := x.short[sk]
-		return s, ok
+	if s, ok := x.byHash[x.hash(k)]; ok && x.keyOf(s) == k {
+		return s, true
 	}
-	s, ok := x.long[k]
+	if len(x.spill) == 0 {
+		return 0, false
+	}
+	s, ok := x.spill[k]
 	return s, ok
 }
 
+// set maps k to slot s, which holds k's record already.
 func (x slotIndex) set(k string, s uint32) {
-	if sk, ok := toShort(k); ok {
-		x.short[sk] = s
+	h := x.hash(k)
+	if cur, ok := x.byHash[h]; ok && cur != s && x.keyOf(cur) != k {
+		x.spill[k] = s
 		return
 	}
-	x.long[k] = s
+	x.byHash[h] = s
+	delete(x.spill, k)
 }
 
-func (x slotIndex) size() int { return len(x.short) + len(x.long) }
+func (x slotIndex) size() int { return len(x.byHash) + len(x.spill) }
 
-// deleteIf deletes k if it maps to slot s: another slot may have taken k
-// since (an original of the same MID, STAN and field 7, say).
+// deleteIf deletes k if it maps to slot s (which holds k's record still):
+// another slot may have taken k since (an original of the same MID, STAN
+// and field 7, say).
 func (x slotIndex) deleteIf(k string, s uint32) {
-	if sk, ok := toShort(k); ok {
-		if got, ok := x.short[sk]; ok && got == s {
-			delete(x.short, sk)
-		}
+	h := x.hash(k)
+	if got, ok := x.byHash[h]; ok && got == s {
+		delete(x.byHash, h)
 		return
 	}
-	if got, ok := x.long[k]; ok && got == s {
-		delete(x.long, k)
+	if got, ok := x.spill[k]; ok && got == s {
+		delete(x.spill, k)
 	}
 }

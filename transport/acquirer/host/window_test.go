@@ -25,10 +25,26 @@ func putRecord(w *window, r *Record) { w.put(key(r.Kind, r.MID, r.RRN, r.STAN, r
 // replacing its record in place. Random puts over a key space a few times
 // the window, with records of every size class (long ones kept in
 // window.long), then every key of the space looked up.
+//
+// Run twice: with the window's seeded hash, and with one that gives every
+// key the same hash, so that all but one key at a time go through
+// slotIndex.spill.
 func TestWindowHoldsTheLastMaxKeys(t *testing.T) {
-	const max = 50
+	for _, collide := range []bool{false, true} {
+		t.Run(fmt.Sprintf("collide=%v", collide), func(t *testing.T) {
+			w := newWindow(50)
+			if collide {
+				same := func(string) uint64 { return 7 }
+				w.byKey.hash, w.byOrig.hash = same, same
+			}
+			testWindowHoldsTheLastMaxKeys(t, w)
+		})
+	}
+}
+
+func testWindowHoldsTheLastMaxKeys(t *testing.T, w *window) {
+	max := w.max
 	rng := rand.New(rand.NewPCG(36, 1))
-	w := newWindow(max)
 	var fifo []string // the model: distinct keys, oldest first
 	model := map[string]Record{}
 	keys := map[string]bool{}
@@ -39,8 +55,8 @@ func TestWindowHoldsTheLastMaxKeys(t *testing.T) {
 		switch rng.IntN(10) {
 		case 0: // longer than a slot: kept in window.long
 			r.AuthCode = strings.Repeat("L", slotRecordBytes)
-		case 1: // a key longer than a shortKey: kept in slotIndex.long
-			r.MID = strings.Repeat("M", len(shortKey{}))
+		case 1: // a key longer than the wire's fields make
+			r.MID = strings.Repeat("M", 70)
 		}
 		k := key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent)
 		keys[k] = true
@@ -78,8 +94,21 @@ func TestWindowHoldsTheLastMaxKeys(t *testing.T) {
 // up, a reversal marks it, a held one (advising) is let go. Once its slot
 // goes to another record, the old reference changes nothing, and the
 // original can be found neither by its key nor by (MID, STAN, field 7).
+// With the seeded hash and with one hash for every key, as above.
 func TestWindowOriginalsLeaveWithTheirSlot(t *testing.T) {
-	w := newWindow(2)
+	for _, collide := range []bool{false, true} {
+		t.Run(fmt.Sprintf("collide=%v", collide), func(t *testing.T) {
+			w := newWindow(2)
+			if collide {
+				same := func(string) uint64 { return 7 }
+				w.byKey.hash, w.byOrig.hash = same, same
+			}
+			testWindowOriginalsLeaveWithTheirSlot(t, w)
+		})
+	}
+}
+
+func testWindowOriginalsLeaveWithTheirSlot(t *testing.T, w *window) {
 	auth := windowRecord(KindAuth, "000000000001", true)
 	putRecord(w, auth)
 	putRecord(w, windowRecord(KindAuth, "000000000002", false))
