@@ -40,10 +40,10 @@ type window struct {
 // flags, 1 byte; 1 byte unused; a generation, 4 bytes), then the packed
 // record.
 const (
-	slotBytes       = 256
+	slotBytes       = 192
 	slotHeader      = 16
 	slotRecordBytes = slotBytes - slotHeader
-	slotsPerChunk   = 4096 // 1 MiB chunks
+	slotsPerChunk   = 4096 // 768 KiB chunks
 	longRecord      = 0xFFFF
 )
 

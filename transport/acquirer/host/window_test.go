@@ -13,7 +13,7 @@ func windowRecord(kind, rrn string, approved bool) *Record {
 	r := &Record{Time: 1, Date: "2026-11-28", Kind: kind, MTI: "0100", MID: "MID000000000001", RRN: rrn,
 		STAN: rrn[len(rrn)-6:], Sent: "1128120000", Amount: 1000, Currency: "978", Response: "05"}
 	if approved {
-		r.Response, r.AuthCode = "00", "A1B2C3"
+		r.Response, r.AuthCode, r.ARN, r.AVS, r.CVV = "00", "A1B2C3", "74000000000000000000001", "Y", "M"
 	}
 	return r
 }
@@ -185,7 +185,11 @@ func TestFullWindowIsFewHeapObjects(t *testing.T) {
 	before := objects()
 	w := newWindow(repeatWindowMax)
 	for i := range repeatWindowMax {
-		putRecord(w, windowRecord(KindAuth, fmt.Sprintf("%012d", i), true))
+		r := windowRecord(KindAuth, fmt.Sprintf("%012d", i), true)
+		if i%2 == 1 { // a reversal, of every field's largest size
+			r.Kind, r.MTI, r.Original = KindReversal, "0400", key(KindAuth, r.MID, r.RRN, "", "")
+		}
+		putRecord(w, r)
 	}
 	after := objects()
 	runtime.KeepAlive(w)
@@ -194,5 +198,8 @@ func TestFullWindowIsFewHeapObjects(t *testing.T) {
 	}
 	if _, ok := w.get(key(KindAuth, "MID000000000001", fmt.Sprintf("%012d", 0), "", "")); !ok {
 		t.Fatal("the first message is not held")
+	}
+	if len(w.long) != 0 {
+		t.Fatalf("%d records did not fit a slot", len(w.long))
 	}
 }
