@@ -6,12 +6,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/paygate/gateway/internal/heapstats"
 )
 
 func bodyTestServer(t *testing.T) *fasthttputil.InmemoryListener {
@@ -44,12 +45,7 @@ func exchange(t *testing.T, c net.Conn, br *bufio.Reader, raw string) (int, stri
 // unsigned) until bodies were streamed and read as they arrive.
 func TestAnnouncedBodyReservesNothing(t *testing.T) {
 	ln := bodyTestServer(t)
-	heap := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
+	heap := func() uint64 { return heapstats.AfterGC().HeapAlloc }
 	before := heap()
 	const conns = 20
 	for range conns {

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/paygate/gateway/internal/heapstats"
 )
 
 // A receiver may announce a body of up to MaxResponseBytes and then stall:
@@ -36,12 +37,7 @@ func TestDeliverDoesNotReserveAnnouncedBody(t *testing.T) {
 	var bodiesBegun atomic.Int64 // attempts that have read their body's first byte
 	c.bodyRead = func() { bodiesBegun.Add(1) }
 
-	heap := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
+	heap := func() uint64 { return heapstats.AfterGC().HeapAlloc }
 	before := heap()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

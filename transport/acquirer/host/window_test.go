@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/paygate/gateway/internal/heapstats"
 )
 
 // windowRecord is an approved authorisation, or a declined one, of rrn.
@@ -30,14 +32,20 @@ func putRecord(w *window, r *Record) { w.put(key(r.Kind, r.MID, r.RRN, r.STAN, r
 // key the same hash, so that all but one key at a time go through
 // slotIndex.spill.
 func TestWindowHoldsTheLastMaxKeys(t *testing.T) {
+	withBothHashes(t, 50, testWindowHoldsTheLastMaxKeys)
+}
+
+// withBothHashes runs test on a window of max slots with its seeded hash,
+// then on one whose indexes give every key the same hash.
+func withBothHashes(t *testing.T, max int, test func(*testing.T, *window)) {
 	for _, collide := range []bool{false, true} {
 		t.Run(fmt.Sprintf("collide=%v", collide), func(t *testing.T) {
-			w := newWindow(50)
+			w := newWindow(max)
 			if collide {
 				same := func(string) uint64 { return 7 }
 				w.byKey.hash, w.byOrig.hash = same, same
 			}
-			testWindowHoldsTheLastMaxKeys(t, w)
+			test(t, w)
 		})
 	}
 }
@@ -96,16 +104,7 @@ func testWindowHoldsTheLastMaxKeys(t *testing.T, w *window) {
 // original can be found neither by its key nor by (MID, STAN, field 7).
 // With the seeded hash and with one hash for every key, as above.
 func TestWindowOriginalsLeaveWithTheirSlot(t *testing.T) {
-	for _, collide := range []bool{false, true} {
-		t.Run(fmt.Sprintf("collide=%v", collide), func(t *testing.T) {
-			w := newWindow(2)
-			if collide {
-				same := func(string) uint64 { return 7 }
-				w.byKey.hash, w.byOrig.hash = same, same
-			}
-			testWindowOriginalsLeaveWithTheirSlot(t, w)
-		})
-	}
+	withBothHashes(t, 2, testWindowOriginalsLeaveWithTheirSlot)
 }
 
 func testWindowOriginalsLeaveWithTheirSlot(t *testing.T, w *window) {
@@ -176,12 +175,7 @@ func TestFullWindowIsFewHeapObjects(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills a full window")
 	}
-	objects := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapObjects
-	}
+	objects := func() uint64 { return heapstats.AfterGC().HeapObjects }
 	before := objects()
 	w := newWindow(repeatWindowMax)
 	for i := range repeatWindowMax {
