@@ -136,7 +136,7 @@ func Open(cfg Config) (*Host, error) {
 // remember puts a decided record into the repeat index and, for an
 // approved authorisation or sale, the originals; a capture or reversal
 // updates its original. The caller holds h.mu (or is Open).
-func (h *Host) remember(r *Record) { h.rememberAs(r, key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent)) }
+func (h *Host) remember(r *Record) { h.rememberAs(r, r.repeatKey()) }
 
 // rememberAs is remember with r's key already made.
 func (h *Host) rememberAs(r *Record, k string) {
@@ -189,6 +189,12 @@ func appendKey(b *strings.Builder, kind, mid, rrn, stan, sent string) {
 }
 
 func origKey(mid, stan, sent string) string { return mid + "|" + stan + "|" + sent }
+
+// repeatKey is r's key for repeats (key).
+func (r *Record) repeatKey() string { return key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent) }
+
+// originalKey is r's identity as an original: its MID, STAN and field 7.
+func (r *Record) originalKey() string { return origKey(r.MID, r.STAN, r.Sent) }
 
 // SetFaults replaces the runtime faults. Down closes every open connection.
 func (h *Host) SetFaults(f Faults) {

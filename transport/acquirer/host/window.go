@@ -66,19 +66,12 @@ type original struct {
 	amount   int64
 	captured int64
 	reversed bool
-	advising bool
 }
 
 func newWindow(max int) *window {
 	w := &window{max: max, long: map[uint32]packedRecord{}}
-	w.byKey = newSlotIndex(func(s uint32) string {
-		r := w.record(s)
-		return key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent)
-	})
-	w.byOrig = newSlotIndex(func(s uint32) string {
-		r := w.record(s)
-		return origKey(r.MID, r.STAN, r.Sent)
-	})
+	w.byKey = newSlotIndex(func(s uint32) string { return w.record(s).repeatKey() })
+	w.byOrig = newSlotIndex(func(s uint32) string { return w.record(s).originalKey() })
 	return w
 }
 
@@ -113,10 +106,10 @@ func (w *window) packed(s uint32) packedRecord {
 // put remembers r under k (k is key of r's fields), in k's slot if k is
 // already remembered, else in a new slot or the oldest one. An approved
 // authorisation or sale becomes an original with nothing captured.
-func (w *window) put(k string, r *Record) uint32 {
+func (w *window) put(k string, r *Record) {
 	s, held := w.byKey.get(k)
 	if held {
-		w.forgetOriginal(s)
+		w.forgetOriginal(s, w.record(s))
 	} else {
 		s = w.take()
 	}
@@ -137,13 +130,12 @@ func (w *window) put(k string, r *Record) uint32 {
 	}
 	if (r.Kind == KindAuth || r.Kind == KindSale) && r.approved() {
 		b[10] = flagOriginal
-		w.byOrig.set(origKey(r.MID, r.STAN, r.Sent), s)
+		w.byOrig.set(r.originalKey(), s)
 	}
-	return s
 }
 
 // take returns a slot for a new key: a new one until max are taken, then
-// the oldest, whose record the window forgets.
+// the oldest, whose record the window forgets (put then writes over it).
 func (w *window) take() uint32 {
 	if w.used < w.max {
 		s := uint32(w.used)
@@ -156,19 +148,17 @@ func (w *window) take() uint32 {
 	s := uint32(w.next)
 	w.next = (w.next + 1) % w.max
 	r := w.record(s)
-	w.forgetOriginal(s)
-	w.byKey.deleteIf(key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent), s)
-	delete(w.long, s)
+	w.forgetOriginal(s, r)
+	w.byKey.deleteIf(r.repeatKey(), s)
 	return s
 }
 
-// forgetOriginal drops slot s from byOrig, if it is an original there.
-func (w *window) forgetOriginal(s uint32) {
-	if w.slot(s)[10]&flagOriginal == 0 {
-		return
+// forgetOriginal drops slot s, which holds r, from byOrig if it is an
+// original there.
+func (w *window) forgetOriginal(s uint32, r *Record) {
+	if w.slot(s)[10]&flagOriginal != 0 {
+		w.byOrig.deleteIf(r.originalKey(), s)
 	}
-	r := w.record(s)
-	w.byOrig.deleteIf(origKey(r.MID, r.STAN, r.Sent), s)
 }
 
 // originalByKey returns the original remembered under the repeat key k.
@@ -202,12 +192,11 @@ func (w *window) original(o originalRef) (original, bool) {
 	}
 	r := w.record(o.slot)
 	return original{
-		key:      key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent),
+		key:      r.repeatKey(),
 		kind:     r.Kind,
 		amount:   r.Amount,
 		captured: int64(binary.LittleEndian.Uint64(b[2:])),
 		reversed: b[10]&flagReversed != 0,
-		advising: b[10]&flagAdvising != 0,
 	}, true
 }
 

@@ -20,7 +20,7 @@ func windowRecord(kind, rrn string, approved bool) *Record {
 	return r
 }
 
-func putRecord(w *window, r *Record) { w.put(key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent), r) }
+func putRecord(w *window, r *Record) { w.put(r.repeatKey(), r) }
 
 // The window against a model of what it must hold: the first decision of
 // each of the last max distinct keys, later decisions of a held key
@@ -66,7 +66,7 @@ func testWindowHoldsTheLastMaxKeys(t *testing.T, w *window) {
 		case 1: // a key longer than the wire's fields make
 			r.MID = strings.Repeat("M", 70)
 		}
-		k := key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent)
+		k := r.repeatKey()
 		keys[k] = true
 		if _, held := model[k]; !held {
 			fifo = append(fifo, k)
@@ -124,9 +124,9 @@ func testWindowOriginalsLeaveWithTheirSlot(t *testing.T, w *window) {
 	w.captured(o, 200)
 	w.reversed(o)
 	got, _ := w.original(o)
-	want := original{key: k, kind: KindAuth, amount: 1000, captured: 500, reversed: true, advising: true}
-	if got != want {
-		t.Fatalf("original %+v, want %+v", got, want)
+	want := original{key: k, kind: KindAuth, amount: 1000, captured: 500, reversed: true}
+	if got != want || !w.advising(o) {
+		t.Fatalf("original %+v (advising %v), want %+v advising", got, w.advising(o), want)
 	}
 	w.setAdvising(o, false)
 	if w.advising(o) {
@@ -153,8 +153,8 @@ func testWindowOriginalsLeaveWithTheirSlot(t *testing.T, w *window) {
 	w.setAdvising(o, true) // the old reference
 	w.captured(o, 1)
 	w.reversed(o)
-	if got, _ := w.original(reused); got.advising || got.captured != 0 || got.reversed {
-		t.Fatalf("the old reference changed the slot's new original: %+v", got)
+	if got, _ := w.original(reused); w.advising(reused) || got.captured != 0 || got.reversed {
+		t.Fatalf("the old reference changed the slot's new original: %+v (advising %v)", got, w.advising(reused))
 	}
 
 	// A later decision of a held key replaces its record and starts its
