@@ -129,9 +129,9 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 	k, f := recordFields(kind, req)
 	h.mu.Lock()
 	for {
-		if r, ok := h.window.get(k); ok {
+		if p, ok := h.index[k]; ok {
 			h.mu.Unlock()
-			return r, nil
+			return p.record(), nil
 		}
 		if _, busy := h.inflight[k]; !busy {
 			break
@@ -155,7 +155,7 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 		Time: now.UnixNano(), Date: h.date(now), Kind: kind, MTI: f.mti,
 		MID: f.mid, RRN: f.rrn, STAN: f.stan, Sent: f.sent, Amount: amount, Currency: f.currency,
 	}
-	if held, ok := h.decide(r, req, now); ok {
+	if held := h.decide(r, req, now); held != nil {
 		// Deferred after the one above, so run before it: the original
 		// is let go once this advice is remembered (or failed), before
 		// its repeats read its record.
@@ -224,7 +224,7 @@ func recordFields(kind string, req *iso8583.Message) (string, messageFields) {
 // decide fills r's answer. For a capture or reversal of a known original
 // it returns that original, held (advising) so that it does not change
 // until r is remembered; the caller lets it go (releaseOriginal).
-func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) (held originalRef, holds bool) {
+func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) (held *original) {
 	switch r.Kind {
 	case KindAuth, KindSale:
 		decideCard(r, req, now)
@@ -238,21 +238,22 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) (held orig
 	case KindCapture, KindReversal:
 		f90 := req.Value(iso8583.FieldOriginalDataElement)
 		h.mu.Lock()
-		ref, found := h.findOriginal(r.MID, f90, r.RRN)
-		for found && h.window.advising(ref) {
+		o, orig := h.findOriginal(r.MID, f90, r.RRN)
+		for o != nil && o.advising {
 			h.advised.Wait()
 			// Looked up again: the repeat index may have let it go.
-			ref, found = h.findOriginal(r.MID, f90, r.RRN)
+			o, orig = h.findOriginal(r.MID, f90, r.RRN)
 		}
-		var o *original
-		if found {
-			if snapshot, ok := h.window.original(ref); ok {
-				h.window.setAdvising(ref, true)
-				held, holds, o = ref, true, &snapshot
-				r.Original = snapshot.key
-			}
+		var snapshot original
+		if o != nil {
+			o.advising = true
+			held, snapshot = o, *o
+			o = &snapshot
 		}
 		h.mu.Unlock()
+		if o != nil {
+			r.Original = orig
+		}
 		switch {
 		case r.Kind == KindReversal:
 			// A reversal is always acknowledged, found or not: the
@@ -271,13 +272,13 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) (held orig
 			r.ARN = acquirer.ARN(r.MID + r.RRN)
 		}
 	}
-	return held, holds
+	return held
 }
 
 // releaseOriginal lets o go after its capture or reversal (decide).
-func (h *Host) releaseOriginal(o originalRef) {
+func (h *Host) releaseOriginal(o *original) {
 	h.mu.Lock()
-	h.window.setAdvising(o, false)
+	o.advising = false
 	h.advised.Broadcast()
 	h.mu.Unlock()
 }
@@ -287,18 +288,23 @@ func (h *Host) releaseOriginal(o originalRef) {
 // sales, and failing that the one of the same MID and RRN: a gateway's
 // advice carries its original's RRN, and field 90 may name another attempt
 // of it (a repeat's STAN and time) or none (zeros: no answer came).
-func (h *Host) findOriginal(mid, f90, rrn string) (originalRef, bool) {
+func (h *Host) findOriginal(mid, f90, rrn string) (*original, string) {
 	if len(f90) >= 20 {
-		if o, ok := h.window.originalByMessage(mid, f90[4:10], f90[10:20]); ok {
-			return o, true
+		if o := h.byOrig[origKey(mid, f90[4:10], f90[10:20])]; o != nil {
+			return o, o.key
 		}
 	}
 	for _, kind := range []string{KindAuth, KindSale} {
-		if o, ok := h.window.originalByKey(key(kind, mid, rrn, "", "")); ok {
-			return o, true
+		k := key(kind, mid, rrn, "", "")
+		if p, ok := h.index[k]; ok {
+			if r := p.record(); r.Kind == kind {
+				if o := h.byOrig[origKey(r.MID, r.STAN, r.Sent)]; o != nil {
+					return o, o.key
+				}
+			}
 		}
 	}
-	return originalRef{}, false
+	return nil, ""
 }
 
 // decideCard decides an authorisation or sale by the test cards (contract
