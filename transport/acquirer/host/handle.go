@@ -129,9 +129,9 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 	k, f := recordFields(kind, req)
 	h.mu.Lock()
 	for {
-		if p, ok := h.index[k]; ok {
+		if r, ok := h.window.get(k); ok {
 			h.mu.Unlock()
-			return p.record(), nil
+			return r, nil
 		}
 		if _, busy := h.inflight[k]; !busy {
 			break
@@ -155,7 +155,7 @@ func (h *Host) decideOnce(kind string, req *iso8583.Message) (*Record, error) {
 		Time: now.UnixNano(), Date: h.date(now), Kind: kind, MTI: f.mti,
 		MID: f.mid, RRN: f.rrn, STAN: f.stan, Sent: f.sent, Amount: amount, Currency: f.currency,
 	}
-	if held := h.decide(r, req, now); held != nil {
+	if held, ok := h.decide(r, req, now); ok {
 		// Deferred after the one above, so run before it: the original
 		// is let go once this advice is remembered (or failed), before
 		// its repeats read its record.
@@ -224,7 +224,7 @@ func recordFields(kind string, req *iso8583.Message) (string, messageFields) {
 // decide fills r's answer. For a capture or reversal of a known original
 // it returns that original, held (advising) so that it does not change
 // until r is remembered; the caller lets it go (releaseOriginal).
-func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) (held *original) {
+func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) (held originalRef, holds bool) {
 	switch r.Kind {
 	case KindAuth, KindSale:
 		decideCard(r, req, now)
@@ -238,22 +238,21 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) (held *ori
 	case KindCapture, KindReversal:
 		f90 := req.Value(iso8583.FieldOriginalDataElement)
 		h.mu.Lock()
-		o, orig := h.findOriginal(r.MID, f90, r.RRN)
-		for o != nil && o.advising {
+		ref, found := h.findOriginal(r.MID, f90, r.RRN)
+		for found && h.window.advising(ref) {
 			h.advised.Wait()
 			// Looked up again: the repeat index may have let it go.
-			o, orig = h.findOriginal(r.MID, f90, r.RRN)
+			ref, found = h.findOriginal(r.MID, f90, r.RRN)
 		}
-		var snapshot original
-		if o != nil {
-			o.advising = true
-			held, snapshot = o, *o
-			o = &snapshot
+		var o *original
+		if found {
+			if snapshot, ok := h.window.original(ref); ok {
+				h.window.setAdvising(ref, true)
+				held, holds, o = ref, true, &snapshot
+				r.Original = snapshot.key
+			}
 		}
 		h.mu.Unlock()
-		if o != nil {
-			r.Original = orig
-		}
 		switch {
 		case r.Kind == KindReversal:
 			// A reversal is always acknowledged, found or not: the
@@ -272,13 +271,13 @@ func (h *Host) decide(r *Record, req *iso8583.Message, now time.Time) (held *ori
 			r.ARN = acquirer.ARN(r.MID + r.RRN)
 		}
 	}
-	return held
+	return held, holds
 }
 
 // releaseOriginal lets o go after its capture or reversal (decide).
-func (h *Host) releaseOriginal(o *original) {
+func (h *Host) releaseOriginal(o originalRef) {
 	h.mu.Lock()
-	o.advising = false
+	h.window.setAdvising(o, false)
 	h.advised.Broadcast()
 	h.mu.Unlock()
 }
@@ -288,23 +287,18 @@ func (h *Host) releaseOriginal(o *original) {
 // sales, and failing that the one of the same MID and RRN: a gateway's
 // advice carries its original's RRN, and field 90 may name another attempt
 // of it (a repeat's STAN and time) or none (zeros: no answer came).
-func (h *Host) findOriginal(mid, f90, rrn string) (*original, string) {
+func (h *Host) findOriginal(mid, f90, rrn string) (originalRef, bool) {
 	if len(f90) >= 20 {
-		if o := h.byOrig[origKey(mid, f90[4:10], f90[10:20])]; o != nil {
-			return o, o.key
+		if o, ok := h.window.originalByMessage(mid, f90[4:10], f90[10:20]); ok {
+			return o, true
 		}
 	}
 	for _, kind := range []string{KindAuth, KindSale} {
-		k := key(kind, mid, rrn, "", "")
-		if p, ok := h.index[k]; ok {
-			if r := p.record(); r.Kind == kind {
-				if o := h.byOrig[origKey(r.MID, r.STAN, r.Sent)]; o != nil {
-					return o, o.key
-				}
-			}
+		if o, ok := h.window.originalByKey(key(kind, mid, rrn, "", "")); ok {
+			return o, true
 		}
 	}
-	return nil, ""
+	return originalRef{}, false
 }
 
 // decideCard decides an authorisation or sale by the test cards (contract

@@ -75,39 +75,17 @@ type Host struct {
 	// (tls.go).
 	lastRefusal atomic.Int64
 
-	mu    sync.Mutex
-	index map[string]packedRecord // by key (kind class, MID, RRN): first decisions
-	// ring is the FIFO of index keys, for eviction: it grows to
-	// repeatWindowMax, then wraps at next. Not made full size at Open: 200,000
-	// empty strings are 3.2 MB of pointers every garbage collection scans.
-	ring     []string
-	next     int
+	mu       sync.Mutex
+	window   *window             // the repeat index and the originals (window.go)
 	inflight map[string]struct{} // keys being decided: their repeats wait on decided
 	decided  *sync.Cond          // on mu: broadcast when a key leaves inflight
 	// advised (on mu) is broadcast when an original's capture or reversal
-	// leaves it (original.advising), for the next one of the same original.
+	// leaves it (flagAdvising), for the next one of the same original.
 	advised *sync.Cond
-	byOrig  map[string]*original // approved authorisations and sales by (MID, STAN, field 7)
-	total   int                  // authorisations and sales decided since start
+	total   int // authorisations and sales decided since start
 	conns   map[net.Conn]struct{}
 	lns     []net.Listener
 	closed  bool
-}
-
-// original is what a capture or reversal needs of an authorisation or sale.
-type original struct {
-	key      string
-	kind     string
-	amount   int64
-	captured int64
-	reversed bool
-	// advising is set while a capture or reversal of this original goes
-	// from its decision to its record (the ledger's fsync included):
-	// another one of the same original waits, so two captures cannot both
-	// fit its amount. Advices of different originals do not wait for each
-	// other and share the ledger's fsync rounds; one lock for all of them
-	// made every capture wait for the fsyncs of all those before it.
-	advising bool
 }
 
 // repeatWindowMax bounds the repeat index: a gateway repeats a message for
@@ -133,8 +111,8 @@ func Open(cfg Config) (*Host, error) {
 	if cfg.syncFile != nil {
 		l.syncFile = cfg.syncFile
 	}
-	h := &Host{cfg: cfg, ledger: l, index: map[string]packedRecord{},
-		inflight: map[string]struct{}{}, byOrig: map[string]*original{}, conns: map[net.Conn]struct{}{}}
+	h := &Host{cfg: cfg, ledger: l, window: newWindow(repeatWindowMax),
+		inflight: map[string]struct{}{}, conns: map[net.Conn]struct{}{}}
 	h.decided = sync.NewCond(&h.mu)
 	h.advised = sync.NewCond(&h.mu)
 	h.faults.Store(&Faults{})
@@ -158,48 +136,21 @@ func Open(cfg Config) (*Host, error) {
 // remember puts a decided record into the repeat index and, for an
 // approved authorisation or sale, the originals; a capture or reversal
 // updates its original. The caller holds h.mu (or is Open).
-func (h *Host) remember(r *Record) { h.rememberAs(r, key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent)) }
+func (h *Host) remember(r *Record) { h.rememberAs(r, r.repeatKey()) }
 
 // rememberAs is remember with r's key already made.
 func (h *Host) rememberAs(r *Record, k string) {
-	if _, ok := h.index[k]; !ok {
-		if len(h.ring) < repeatWindowMax {
-			h.ring = append(h.ring, k)
-		} else {
-			if old := h.ring[h.next]; old != "" {
-				if p, ok := h.index[old]; ok {
-					if o := p.record(); o.Kind == KindAuth || o.Kind == KindSale {
-						delete(h.byOrig, origKey(o.MID, o.STAN, o.Sent))
-					}
-				}
-				delete(h.index, old)
-			}
-			h.ring[h.next] = k
-			h.next = (h.next + 1) % len(h.ring)
-		}
-	}
-	h.index[k] = pack(r)
+	h.window.put(k, r)
 	switch {
-	case (r.Kind == KindAuth || r.Kind == KindSale) && r.approved():
-		h.byOrig[origKey(r.MID, r.STAN, r.Sent)] = &original{key: k, kind: r.Kind, amount: r.Amount}
 	case r.Kind == KindCapture && r.approved() && r.Original != "":
-		if o := h.originalByKey(r.Original); o != nil {
-			o.captured += r.Amount
+		if o, ok := h.window.originalByKey(r.Original); ok {
+			h.window.captured(o, r.Amount)
 		}
 	case r.Kind == KindReversal && r.Original != "":
-		if o := h.originalByKey(r.Original); o != nil {
-			o.reversed = true
+		if o, ok := h.window.originalByKey(r.Original); ok {
+			h.window.reversed(o)
 		}
 	}
-}
-
-func (h *Host) originalByKey(k string) *original {
-	p, ok := h.index[k]
-	if !ok {
-		return nil
-	}
-	r := p.record()
-	return h.byOrig[origKey(r.MID, r.STAN, r.Sent)]
 }
 
 // key identifies a message for repeats: its class, MID and RRN, and for a
@@ -239,6 +190,12 @@ func appendKey(b *strings.Builder, kind, mid, rrn, stan, sent string) {
 
 func origKey(mid, stan, sent string) string { return mid + "|" + stan + "|" + sent }
 
+// repeatKey is r's key for repeats (key).
+func (r *Record) repeatKey() string { return key(r.Kind, r.MID, r.RRN, r.STAN, r.Sent) }
+
+// originalKey is r's identity as an original: its MID, STAN and field 7.
+func (r *Record) originalKey() string { return origKey(r.MID, r.STAN, r.Sent) }
+
 // SetFaults replaces the runtime faults. Down closes every open connection.
 func (h *Host) SetFaults(f Faults) {
 	h.faults.Store(&f)
@@ -260,11 +217,11 @@ func (h *Host) Authorizations(rrn string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := 0
-	for _, p := range h.index {
-		if r := p.record(); r.RRN == rrn && (r.Kind == KindAuth || r.Kind == KindSale) {
+	h.window.each(func(r *Record) {
+		if r.RRN == rrn && (r.Kind == KindAuth || r.Kind == KindSale) {
 			n++
 		}
-	}
+	})
 	return n
 }
 
