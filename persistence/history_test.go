@@ -3,6 +3,8 @@ package persistence
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
+	"slices"
 	"testing"
 
 	"github.com/paygate/gateway/order"
@@ -255,4 +257,60 @@ func TestHistoryCacheAfterCloseKeepsNothing(t *testing.T) {
 	if gen := c.beginWarm(); c.warm(gen, []byte("o/m1\x00c"), encodedOrder(t, "c", 9)) {
 		t.Fatal("a warm-up after close asks for more")
 	}
+}
+
+// prefetch only reads: over keys present, overwritten and never put,
+// entries at a chunk's very end (less than prefetchEntryBytes left in it)
+// and more keys than it reads ahead, the gets after it answer as before;
+// with the FSM putting at the same time, the race detector checks its
+// locking.
+func TestHistoryCachePrefetchReadsWithoutChangingAnything(t *testing.T) {
+	c := smallHistory()
+	n := fillHistory(t, c)
+	var keys [][]byte
+	for i := n - 3*searchPrefetchMax; i < n; i++ {
+		keys = append(keys, fmt.Appendf(nil, "o/m1\x00fill-%d", i))
+	}
+	keys = append(keys, []byte("o/m1\x00fill-0"), []byte("o/m1\x00never"))
+	atChunkEnd := 0
+	for _, k := range keys {
+		h := maphash.Bytes(c.seed, k)
+		s := c.shardOf(h)
+		if pos, ok := s.index[h]; ok && len(s.at(pos)) < prefetchEntryBytes {
+			atChunkEnd++
+		}
+	}
+	if atChunkEnd == 0 {
+		t.Fatal("no key's entry ends its chunk: the case is not covered")
+	}
+	amounts := func() []int64 {
+		a := make([]int64, len(keys))
+		for i, k := range keys {
+			a[i] = historyAmount(c, string(k))
+		}
+		return a
+	}
+	before := amounts()
+	if before[0] == -1 || before[len(keys)-2] != -1 || before[len(keys)-1] != -1 {
+		t.Fatalf("the keys are not what the test means: %d, %d, %d", before[0], before[len(keys)-2], before[len(keys)-1])
+	}
+	c.prefetch(keys)
+	c.prefetch(keys[:1])                // one key: nothing to overlap
+	(*historyCache)(nil).prefetch(keys) // no cache
+	if after := amounts(); !slices.Equal(after, before) {
+		t.Fatalf("gets changed after prefetch:\n%v\n%v", before, after)
+	}
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 2000 {
+			k := fmt.Sprintf("o/m1\x00other-%d", i)
+			c.put(k, encodedOrder(t, k, int64(i)))
+		}
+	}()
+	for range 50 {
+		c.prefetch(keys)
+	}
+	<-done
 }

@@ -479,15 +479,20 @@ func (s *Store) SearchOrders(f SearchFilter) (SearchPage, error) {
 
 // readOrders returns the orders of refs, in their order (nil for one that
 // does not exist). A search's orders are spread over the history, mostly
-// outside the order cache: those are read from Pebble in key order
+// outside the order cache: the history cache's entries of the page are
+// read ahead together (historyCache.prefetch), and the rest from Pebble in key order
 // (readSorted), split between the processors when there are enough of
 // them. Readers never fill the order cache (cache.go), so a search does not
 // push the write path's orders out of it.
 func (s *Store) readOrders(refs []OrderRef) ([]*order.Order, error) {
 	out := make([]*order.Order, len(refs))
-	var misses []orderMiss
+	keys := make([][]byte, len(refs))
 	for i, r := range refs {
-		key := orderKey(r.Merchant, r.OrderID)
+		keys[i] = orderKey(r.Merchant, r.OrderID)
+	}
+	s.history.prefetch(keys)
+	var misses []orderMiss
+	for i, key := range keys {
 		if o := s.cachedOrder(key); o != nil {
 			out[i] = o
 			continue
