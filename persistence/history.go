@@ -172,20 +172,18 @@ func (c *historyCache) prefetch(keys [][]byte) byte {
 	for i := range c.shards {
 		c.shards[i].mu.RLock()
 	}
-	var pos [searchPrefetchMax]uint64
-	var shard [searchPrefetchMax]uint8
+	var entries [searchPrefetchMax][]byte
 	n := 0
 	for _, key := range keys[:min(len(keys), searchPrefetchMax)] {
 		h := maphash.Bytes(c.seed, key)
 		s := c.shardOf(h)
-		if p, ok := s.index[h]; ok && p+s.size >= s.head {
-			pos[n], shard[n] = p, uint8(h%historyShards)
+		if pos, ok := s.live(h); ok {
+			entries[n] = s.at(pos)
 			n++
 		}
 	}
 	var sum byte
-	for i := range n {
-		e := c.shards[shard[i]].at(pos[i])
+	for _, e := range entries[:n] {
 		for off := 0; off < min(len(e), prefetchEntryBytes); off += 64 {
 			sum += e[off]
 		}
@@ -282,9 +280,9 @@ func (c *historyCache) clear() {
 // lookup returns the value of key's entry, in the ring (valid until the
 // shard's lock is released), or nil.
 func (s *historyShard) lookup(h uint64, key []byte) []byte {
-	pos, ok := s.index[h]
-	if !ok || pos+s.size < s.head {
-		return nil // never stored, or the ring has come round to it
+	pos, ok := s.live(h)
+	if !ok {
+		return nil
 	}
 	e := s.at(pos)
 	kl := binary.LittleEndian.Uint32(e)
@@ -293,6 +291,14 @@ func (s *historyShard) lookup(h uint64, key []byte) []byte {
 		return nil
 	}
 	return e[historyHeader+kl : historyHeader+kl+vl]
+}
+
+// live returns the ring position of the entry indexed under h, unless it
+// was never stored or the ring has come round to it since. The entry's key
+// may still be another with the same hash (lookup checks it).
+func (s *historyShard) live(h uint64) (uint64, bool) {
+	pos, ok := s.index[h]
+	return pos, ok && pos+s.size >= s.head
 }
 
 // at returns the ring from absolute position pos to the end of its chunk.

@@ -276,7 +276,7 @@ func TestHistoryCachePrefetchReadsWithoutChangingAnything(t *testing.T) {
 	for _, k := range keys {
 		h := maphash.Bytes(c.seed, k)
 		s := c.shardOf(h)
-		if pos, ok := s.index[h]; ok && len(s.at(pos)) < prefetchEntryBytes {
+		if pos, ok := s.live(h); ok && len(s.at(pos)) < prefetchEntryBytes {
 			atChunkEnd++
 		}
 	}
