@@ -13,11 +13,12 @@ import (
 // that any node can check a session and a session outlives its leader:
 //
 //	j/<email>        → Operator JSON (role, argon2id hash, disabled)
-//	v/<token sha256> → Session JSON (email, expiry)
+//	v/<token sha256> → Session JSON (email, expiry, idle deadline)
 //
 // Neither a password nor a session token is stored: only their hashes.
-// Whether a session is live (not expired, its operator not disabled) is
-// decided by the reader with its own clock; the FSM never reads one.
+// Whether a session is live (not expired, not idle past its deadline, its
+// operator not disabled) is decided by the reader with its own clock; the
+// FSM never reads one.
 const (
 	prefixOperator = "j/"
 	prefixSession  = "v/"
@@ -63,7 +64,8 @@ func (b *Batch) applyOperator(op *command.Operator) Result {
 	return Result{}
 }
 
-// applySession starts a session for a live operator, or ends one.
+// applySession starts a session for a live operator, ends one, or renews
+// one's idle deadline.
 func (b *Batch) applySession(s *command.Session) Result {
 	if s.TokenHash == "" {
 		return Result{Err: fmt.Errorf("session without token hash")}
@@ -71,6 +73,9 @@ func (b *Batch) applySession(s *command.Session) Result {
 	if s.End {
 		b.del(sessionKey(s.TokenHash))
 		return Result{}
+	}
+	if s.Touch {
+		return b.touchSession(s)
 	}
 	op, err := getJSON[command.Operator](b, operatorKey(s.Email))
 	if err != nil {
@@ -83,6 +88,31 @@ func (b *Batch) applySession(s *command.Session) Result {
 		return Result{Err: ErrOperatorDisabled}
 	}
 	b.putJSON(sessionKey(s.TokenHash), s)
+	return Result{}
+}
+
+// touchSession renews a session's idle deadline to the command's
+// IdleUntil, capped at the session's absolute expiry. A touch never
+// shortens a session (two renewals may commit out of order), never extends
+// it past its expiry, and never revives one that has no record (signed
+// out, or pruned): the same on every replica, as the deadline comes from
+// the command and no clock is read here. The operator is not checked: a
+// disabled operator's session is refused by every reader whatever its
+// deadline.
+func (b *Batch) touchSession(s *command.Session) Result {
+	cur, err := getJSON[command.Session](b, sessionKey(s.TokenHash))
+	if err != nil {
+		panic(fmt.Sprintf("persistence: read session: %v", err))
+	}
+	if cur == nil {
+		return Result{}
+	}
+	idle := max(cur.IdleUntil, min(s.IdleUntil, cur.ExpiresAt))
+	if idle == cur.IdleUntil {
+		return Result{}
+	}
+	cur.IdleUntil = idle
+	b.putJSON(sessionKey(s.TokenHash), cur)
 	return Result{}
 }
 

@@ -67,3 +67,76 @@ func TestExpiredSessions(t *testing.T) {
 		}
 	}
 }
+
+// A touch renews a session's idle deadline to the command's value, capped
+// at its absolute expiry; it never shortens one (renewals may commit out
+// of order), never changes anything else of the record, and stores nothing
+// for a session that has no record (never started, signed out, pruned).
+func TestSessionTouch(t *testing.T) {
+	const email = "ann@example.com"
+	started := func(idle int64) []*command.Cmd {
+		return []*command.Cmd{{Session: &command.Session{TokenHash: "h", Email: email, CreatedAt: 1, ExpiresAt: 1000, IdleUntil: idle}}}
+	}
+	touch := func(idle int64) *command.Cmd {
+		return &command.Cmd{Session: &command.Session{TokenHash: "h", Touch: true, IdleUntil: idle}}
+	}
+	for _, tc := range []struct {
+		name   string
+		before []*command.Cmd // applied first, at index 2
+		touch  *command.Cmd
+		want   int64 // the stored IdleUntil after it; -1: no record
+	}{
+		{"renews", started(100), touch(200), 200},
+		{"renews again", started(200), touch(201), 201},
+		{"never shortens", started(500), touch(200), 500},
+		{"the same deadline", started(500), touch(500), 500},
+		{"capped at the expiry", started(900), touch(2000), 1000},
+		{"at the expiry stays", started(1000), touch(1500), 1000},
+		{"a record without one gets one", started(0), touch(300), 300},
+		{"other fields not read", started(100), &command.Cmd{Session: &command.Session{TokenHash: "h", Touch: true,
+			IdleUntil: 400, Email: "eve@example.com", ExpiresAt: 5000, CreatedAt: 9}}, 400},
+		{"unknown session", nil, touch(200), -1},
+		{"ended session", append(started(100), &command.Cmd{Session: &command.Session{TokenHash: "h", End: true}}), touch(200), -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newTestStore(t)
+			ts.apply(1, &command.Cmd{Operator: &command.Operator{Email: email, Role: "support", PasswordHash: "h", CreatedAt: 1}})
+			if len(tc.before) > 0 {
+				for i, r := range ts.apply(2, tc.before...) {
+					if r.Err != nil {
+						t.Fatalf("before %d: %v", i, r.Err)
+					}
+				}
+			}
+			if r := ts.apply(3, tc.touch); r[0].Err != nil {
+				t.Fatalf("touch: %v", r[0].Err)
+			}
+			ts.reopen()
+			got, err := ts.Session("h")
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case tc.want < 0 && got != nil:
+				t.Fatalf("a touch stored a session that had no record: %+v", got)
+			case tc.want < 0:
+			case got == nil:
+				t.Fatal("the session's record is gone")
+			case got.IdleUntil != tc.want:
+				t.Fatalf("IdleUntil %d, want %d", got.IdleUntil, tc.want)
+			default:
+				want := command.Session{TokenHash: "h", Email: email, CreatedAt: 1, ExpiresAt: 1000, IdleUntil: tc.want}
+				if *got != want {
+					t.Fatalf("record %+v, want %+v", *got, want)
+				}
+			}
+		})
+	}
+	// In the batch that starts the session, a touch reads the record the
+	// batch holds.
+	ts := newTestStore(t)
+	ts.apply(1, &command.Cmd{Operator: &command.Operator{Email: email, Role: "support", PasswordHash: "h", CreatedAt: 1}})
+	ts.apply(2, append(started(100), touch(300))...)
+	if got, _ := ts.Session("h"); got == nil || got.IdleUntil != 300 {
+		t.Fatalf("touch in the starting batch: %+v", got)
+	}
+}
