@@ -70,6 +70,10 @@ type Session struct {
 	// derived from the session's secret, so it is never stored.
 	CSRF    string
 	Expires time.Time
+	// IdleExpires is when the session ends unless it is used before (each
+	// use renews it, at most about once a minute); zero for a session
+	// started before idle timeouts existed, which has only Expires.
+	IdleExpires time.Time
 }
 
 // Errors SignIn answers. Neither says which of email or password was wrong.
@@ -87,7 +91,8 @@ type Authenticator interface {
 	// and answers the new session's opaque token (for the cookie).
 	SignIn(email, password, sourceIP string, now time.Time) (token string, s Session, err error)
 	// Session finds the live session of a token (false: unknown, expired,
-	// signed out or its operator disabled).
+	// idle past its deadline, signed out or its operator disabled), and
+	// renews its idle deadline: a call is the session's use.
 	Session(token string, now time.Time) (Session, bool)
 	// SignOut ends the session of token.
 	SignOut(token string) error

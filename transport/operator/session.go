@@ -9,12 +9,24 @@ import (
 	"time"
 )
 
-// SessionLifetime is how long a session lives from its sign-in. There is
-// no idle timeout: it would need a replicated write on every page view (the
-// session must stay valid on every node); a session ends at this absolute
-// expiry, at sign-out, or when its operator is disabled, whichever is first.
+// SessionLifetime is how long a session lives from its sign-in at most.
+// A session ends at this absolute expiry, after SessionIdleTimeout without
+// use, at sign-out, or when its operator is disabled, whichever is first.
 // Eight hours is a working day: an operator signs in once a shift.
 const SessionLifetime = 8 * time.Hour
+
+// SessionIdleTimeout is how long a session lives unused, by default
+// (gatewayd --operator-idle-timeout, from MinSessionIdleTimeout to
+// SessionLifetime): PCI DSS v4.0 requirement 8.2.8 asks for
+// re-authentication after 15 minutes idle. The idle deadline is in the
+// session's replicated record, so every node refuses an idle session from
+// its own applied state; using the session renews it through the log at
+// most about once a minute, not on every page view
+// (transport/server/sessions.go).
+const SessionIdleTimeout = 15 * time.Minute
+
+// MinSessionIdleTimeout is the shortest idle timeout a node accepts.
+const MinSessionIdleTimeout = time.Minute
 
 // TokenPrefix starts every session token, so that a bearer token is told
 // apart from the admin token at a glance (and by the admin API).

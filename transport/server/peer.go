@@ -82,6 +82,8 @@ func (s *Server) routePeer(ctx *fasthttp.RequestCtx) {
 		s.peerSignIn(ctx) // sessions.go
 	case "/peer/v1/sign-out":
 		s.peerSignOut(ctx)
+	case "/peer/v1/session-touch":
+		s.peerSessionTouch(ctx)
 	default:
 		s.route(ctx) // a forwarded client request
 	}

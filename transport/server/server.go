@@ -42,6 +42,7 @@ import (
 	"github.com/paygate/gateway/persistence/vault"
 	"github.com/paygate/gateway/transport/apierr"
 	"github.com/paygate/gateway/transport/exposition"
+	"github.com/paygate/gateway/transport/operator"
 )
 
 // BodyBytesMax is the largest request body accepted (contract section 3).
@@ -90,6 +91,9 @@ type Config struct {
 	DialPeer PeerDialer
 	// PKI issues node certificates to joiners (nil: none, as insecure).
 	PKI ClusterPKI
+	// OperatorIdleTimeout ends an operator's session unused for that long
+	// (0: operator.SessionIdleTimeout; sessions.go).
+	OperatorIdleTimeout time.Duration
 }
 
 // AdminHandler serves one admin route. It writes a JSON answer.
@@ -121,6 +125,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 15 * time.Second
+	}
+	if cfg.OperatorIdleTimeout == 0 {
+		cfg.OperatorIdleTimeout = operator.SessionIdleTimeout
 	}
 	if cfg.DialPeer == nil {
 		cfg.DialPeer = func(addr string, timeout time.Duration) (net.Conn, error) {

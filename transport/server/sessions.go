@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -27,12 +28,24 @@ import (
 // replicated record holding the SHA-256 of its token, so any node checks a
 // token from its own applied state and a session outlives its leader.
 // Every attempt is an audit record, durable before SignIn returns.
+//
+// A session also ends when unused for the idle timeout (PCI DSS v4.0
+// 8.2.8; Config.OperatorIdleTimeout). Its idle deadline is in the
+// replicated record, so every node refuses an idle session from its own
+// applied state. Session renews the deadline of a session in use through
+// the log, only once it could move by renewEvery: an active operator costs
+// about one entry a minute, not one a page view (see renew).
 type Auth struct {
 	s       *Server
 	limiter *operator.Limiter
 	// refusals bounds the audit records of rate-limited attempts (see
 	// refusalBurst): a client hammering sign-in must not fill the log.
 	refusals *operator.Limiter
+
+	// renewing holds the token hashes whose renewal this node is making,
+	// so that a page's parallel requests propose one.
+	renewMu  sync.Mutex
+	renewing map[string]struct{}
 }
 
 var _ operator.Authenticator = (*Auth)(nil)
@@ -47,8 +60,17 @@ const (
 
 func newAuth(s *Server) *Auth {
 	return &Auth{s: s, limiter: operator.NewLimiter(),
-		refusals: operator.NewLimiterWith(refusalBurst, refusalInterval, refusalBurst, refusalInterval)}
+		refusals: operator.NewLimiterWith(refusalBurst, refusalInterval, refusalBurst, refusalInterval),
+		renewing: map[string]struct{}{}}
 }
+
+// renewTimeout bounds a renewal of a session's idle deadline, which the
+// request that uses the session waits for.
+const renewTimeout = 2 * time.Second
+
+// renewEvery is how far a session's idle deadline must be able to move
+// before a use renews it: a minute, or a fifteenth of a short timeout.
+func renewEvery(idle time.Duration) time.Duration { return min(time.Minute, idle/15) }
 
 // Authenticator is the node's Auth, for the dashboard.
 func (s *Server) Authenticator() *Auth { return s.auth }
@@ -146,8 +168,9 @@ func (a *Auth) signInHere(email, password, sourceIP string, now time.Time) (stri
 	if err != nil {
 		return "", operator.Session{}, err
 	}
+	expires := now.Add(operator.SessionLifetime)
 	rec := &command.Session{TokenHash: operator.TokenHash(token), Email: norm, CreatedAt: now.UnixNano(),
-		ExpiresAt: now.Add(operator.SessionLifetime).UnixNano()}
+		ExpiresAt: expires.UnixNano(), IdleUntil: min(now.Add(a.s.cfg.OperatorIdleTimeout).UnixNano(), expires.UnixNano())}
 	res, err := a.s.cfg.Cluster.Propose(context.Background(), &command.Cmd{Session: rec})
 	if err == nil {
 		err = res.Err
@@ -168,7 +191,7 @@ func (a *Auth) signInHere(email, password, sourceIP string, now time.Time) (stri
 		return "", operator.Session{}, err
 	}
 	return token, operator.Session{Email: norm, Role: operator.Role(op.Role), CSRF: operator.CSRFToken(token),
-		Expires: time.Unix(0, rec.ExpiresAt)}, nil
+		Expires: time.Unix(0, rec.ExpiresAt), IdleExpires: time.Unix(0, rec.IdleUntil)}, nil
 }
 
 // auditActorOf is what an audit record names for a sign-in whose email is
@@ -183,22 +206,130 @@ func auditActorOf(email string) string {
 }
 
 // Session implements operator.Authenticator from this node's applied
-// state: the token's record, not expired at now, its operator not
-// disabled. The role is the operator's now.
+// state: the token's record, neither expired nor idle past its deadline at
+// now, its operator not disabled. The role is the operator's now. A live
+// session is in use: its idle deadline is renewed (see renew) when it
+// would move by renewEvery or more. A record without an idle deadline
+// (written before there was one) has only its absolute expiry, and is not
+// renewed.
 func (a *Auth) Session(token string, now time.Time) (operator.Session, bool) {
 	if !operator.IsToken(token) {
 		return operator.Session{}, false
 	}
-	rec, err := a.s.cfg.Store.Session(operator.TokenHash(token))
-	if err != nil || rec == nil || now.UnixNano() >= rec.ExpiresAt {
+	hash := operator.TokenHash(token)
+	rec, err := a.s.cfg.Store.Session(hash)
+	at := now.UnixNano()
+	if err != nil || rec == nil || at >= rec.ExpiresAt || (rec.IdleUntil != 0 && at >= rec.IdleUntil) {
 		return operator.Session{}, false
 	}
 	op, err := a.s.cfg.Store.Operator(rec.Email)
 	if err != nil || op == nil || op.DisabledAt != 0 || !operator.Role(op.Role).Valid() {
 		return operator.Session{}, false
 	}
-	return operator.Session{Email: op.Email, Role: operator.Role(op.Role), CSRF: operator.CSRFToken(token),
-		Expires: time.Unix(0, rec.ExpiresAt)}, true
+	sess := operator.Session{Email: op.Email, Role: operator.Role(op.Role), CSRF: operator.CSRFToken(token),
+		Expires: time.Unix(0, rec.ExpiresAt)}
+	if rec.IdleUntil != 0 {
+		idle := a.s.cfg.OperatorIdleTimeout
+		sess.IdleExpires = time.Unix(0, rec.IdleUntil)
+		until, every := min(now.Add(idle).UnixNano(), rec.ExpiresAt), int64(renewEvery(idle))
+		if until-rec.IdleUntil >= every && a.renew(hash, until, every) {
+			sess.IdleExpires = time.Unix(0, until)
+		}
+	}
+	return sess, true
+}
+
+// renew moves the idle deadline of the session of hash to until (Unix ns,
+// already capped at its expiry) through the log, unless it has moved to
+// within every (ns) of it meanwhile, and reports whether it did: on the
+// leader by its own proposal, on a follower by asking the leader
+// (/peer/v1/session-touch) and waiting until it has applied the renewed
+// record itself, so that its next request does not renew again.
+// It waits at most renewTimeout, and is best-effort: the session was live
+// when asked, so the request is served whatever comes of it, and a later
+// use renews it. A renewal of the session this node is already renewing
+// is not made twice (a page's parallel requests).
+//
+// A renewal is not an audit record: a keep-alive is not an operator's
+// action (sign-in and sign-out are recorded).
+func (a *Auth) renew(hash string, until, every int64) bool {
+	a.renewMu.Lock()
+	if _, busy := a.renewing[hash]; busy {
+		a.renewMu.Unlock()
+		return false
+	}
+	a.renewing[hash] = struct{}{}
+	a.renewMu.Unlock()
+	defer func() {
+		a.renewMu.Lock()
+		delete(a.renewing, hash)
+		a.renewMu.Unlock()
+	}()
+	// A renewal that ended between the caller's read and here has been
+	// applied (the leader's proposal returns once it is; a follower waits
+	// for it): read again rather than renew twice.
+	if rec, err := a.s.cfg.Store.Session(hash); err == nil && rec != nil && until-rec.IdleUntil < every {
+		return false
+	}
+	err := a.touch(hash, until)
+	if err != nil {
+		// Neither the token nor its hash is logged.
+		a.s.cfg.Logger.Warn("operator session's idle deadline not renewed; the request is served, a later one retries", "error", err)
+	}
+	return err == nil
+}
+
+// touch is renew's proposal, on the leader or asked of it.
+func (a *Auth) touch(hash string, until int64) error {
+	c := a.s.cfg.Cluster
+	if c == nil {
+		return errNoLeader
+	}
+	if c.Route().Self {
+		_, err := a.touchHere(hash, until, renewTimeout)
+		return err
+	}
+	deadline := time.Now().Add(renewTimeout)
+	var out sessionTouchAnswer
+	status, err := a.s.callLeaderWithin(renewTimeout, "/peer/v1/session-touch", sessionTouchRequest{TokenHash: hash, IdleUntil: until}, &out)
+	if err == nil && status != 200 {
+		err = fmt.Errorf("%w: the leader answered the session renewal with %d", errNoLeader, status)
+	}
+	if err != nil {
+		return err
+	}
+	// Read-your-writes, as after a sign-in: wait (bounded) for this node
+	// to apply what the leader did. Past the deadline the renewal is made
+	// all the same, and applied here in its turn (at worst the next
+	// request renews once more).
+	for out.IdleUntil != 0 && time.Now().Before(deadline) {
+		rec, err := a.s.cfg.Store.Session(hash)
+		if err != nil || rec == nil || rec.IdleUntil >= out.IdleUntil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// touchHere is touch on the leader: it proposes the renewal and answers
+// the session's idle deadline after it (0: the session has no record, it
+// ended).
+func (a *Auth) touchHere(hash string, until int64, timeout time.Duration) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	res, err := a.s.cfg.Cluster.Propose(ctx, &command.Cmd{Session: &command.Session{TokenHash: hash, Touch: true, IdleUntil: until}})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return 0, err
+	}
+	rec, err := a.s.cfg.Store.Session(hash)
+	if err != nil || rec == nil {
+		return 0, err
+	}
+	return rec.IdleUntil, nil
 }
 
 // SignOut implements operator.Authenticator: the session's record is
@@ -246,15 +377,29 @@ type signInAnswer struct {
 	Email     string `json:"email"`
 	Role      string `json:"role"`
 	ExpiresAt string `json:"expires_at"`
+	// IdleExpiresAt is when the session ends unless used before; each use
+	// moves it (not in the contract's answer, an addition).
+	IdleExpiresAt string `json:"idle_expires_at,omitempty"`
 }
 
 type signOutRequest struct {
 	TokenHash string `json:"token_hash"`
 }
 
+// sessionTouchRequest is a follower's renewal of a session's idle
+// deadline; the answer names the deadline after it (0: no session).
+type sessionTouchRequest struct {
+	TokenHash string `json:"token_hash"`
+	IdleUntil int64  `json:"idle_until"`
+}
+
+type sessionTouchAnswer struct {
+	IdleUntil int64 `json:"idle_until"`
+}
+
 // serveSessions is the admin API's sign-in and sign-out:
 //
-//	POST /admin/v1/sessions {"email","password"} → {"token","email","role","expires_at"}
+//	POST /admin/v1/sessions {"email","password"} → {"token","email","role","expires_at","idle_expires_at"}
 //	POST /admin/v1/sessions/end  Authorization: Bearer <session token>
 //
 // They need no admin credential (the password is one); sign-in has its own
@@ -301,8 +446,12 @@ func (s *Server) answerSignIn(ctx *fasthttp.RequestCtx, signIn func() (string, o
 	case err != nil:
 		writeError(ctx, s.errorFor("sign in", err))
 	default:
-		writeJSON(ctx, 200, signInAnswer{Token: token, Email: sess.Email, Role: string(sess.Role),
-			ExpiresAt: sess.Expires.UTC().Format(time.RFC3339)})
+		answer := signInAnswer{Token: token, Email: sess.Email, Role: string(sess.Role),
+			ExpiresAt: sess.Expires.UTC().Format(time.RFC3339)}
+		if !sess.IdleExpires.IsZero() {
+			answer.IdleExpiresAt = sess.IdleExpires.UTC().Format(time.RFC3339)
+		}
+		writeJSON(ctx, 200, answer)
 	}
 }
 
@@ -341,6 +490,27 @@ func (s *Server) peerSignOut(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, 200, map[string]string{"status": "signed out"})
 }
 
+// peerSessionTouch is /peer/v1/session-touch: a follower's renewal of a
+// session's idle deadline (Auth.renew), proposed here (the leader). The
+// deadline is the follower's; the log caps it at the session's expiry.
+func (s *Server) peerSessionTouch(ctx *fasthttp.RequestCtx) {
+	var req sessionTouchRequest
+	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil || req.TokenHash == "" || req.IdleUntil <= 0 {
+		writeError(ctx, apierr.New(apierr.BadBody, "body", "session-touch body"))
+		return
+	}
+	if !s.cfg.Cluster.Route().Self {
+		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "this node is not the leader"))
+		return
+	}
+	idle, err := s.auth.touchHere(req.TokenHash, req.IdleUntil, renewTimeout)
+	if err != nil {
+		writeError(ctx, s.errorFor("renew session", err))
+		return
+	}
+	writeJSON(ctx, 200, sessionTouchAnswer{IdleUntil: idle})
+}
+
 // callLeader POSTs body as JSON to path on the leader's peer service (the
 // cluster port) and decodes a 200 answer into out. clientIP, if any, is
 // the address the leader's audit record names.
@@ -352,9 +522,24 @@ func (s *Server) callLeader(path string, body any, clientIP string, out any) (in
 	return s.callPeer(route.LeaderRaft, path, body, clientIP, out)
 }
 
+// callLeaderWithin is callLeader, without a client address, answered
+// within timeout.
+func (s *Server) callLeaderWithin(timeout time.Duration, path string, body any, out any) (int, error) {
+	route := s.cfg.Cluster.Route()
+	if route.LeaderRaft == "" {
+		return 0, fmt.Errorf("%w: no leader", errNoLeader)
+	}
+	return s.callPeerWithin(timeout, route.LeaderRaft, path, body, "", out)
+}
+
 // callPeer POSTs body as JSON to path on the member at raftAddr (its
 // cluster port) and decodes a 200's answer into out.
 func (s *Server) callPeer(raftAddr, path string, body any, clientIP string, out any) (int, error) {
+	return s.callPeerWithin(s.fwd.timeout, raftAddr, path, body, clientIP, out)
+}
+
+// callPeerWithin is callPeer answered within timeout.
+func (s *Server) callPeerWithin(timeout time.Duration, raftAddr, path string, body any, clientIP string, out any) (int, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return 0, err
@@ -371,7 +556,7 @@ func (s *Server) callPeer(raftAddr, path string, body any, clientIP string, out 
 		req.Header.Set(clientIPHeader, clientIP)
 	}
 	req.SetBody(data)
-	if err := s.fwd.client.DoTimeout(req, resp, s.fwd.timeout); err != nil {
+	if err := s.fwd.client.DoTimeout(req, resp, timeout); err != nil {
 		return 0, fmt.Errorf("%w: %v", errNoLeader, err)
 	}
 	if resp.StatusCode() == 200 && out != nil {
