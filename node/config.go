@@ -14,6 +14,7 @@ import (
 	"github.com/paygate/gateway/cluster"
 	"github.com/paygate/gateway/internal/netaddr"
 	"github.com/paygate/gateway/persistence"
+	"github.com/paygate/gateway/transport/operator"
 )
 
 // Config is a node's configuration (contract section 10).
@@ -81,6 +82,10 @@ type Config struct {
 	HTTPTLSKeyFile  string
 	// PprofAddr serves net/http/pprof (loopback only; "" off).
 	PprofAddr string
+	// OperatorIdleTimeout ends a back-office session unused for that long
+	// (--operator-idle-timeout: from a minute to the session's 8-hour
+	// lifetime; 0, in a Config not made by Defaults: the default, 15m).
+	OperatorIdleTimeout time.Duration
 
 	// Tuning knobs that are not flags of the contract.
 	RaftLogDir        string        // raft log; "" = DataDir/raft/wal
@@ -143,6 +148,8 @@ func Defaults() Config {
 		SnapshotRateMiB: 32,
 		CacheSizeMiB:    persistence.DefaultBlockCacheBytes >> 20,
 		HistoryCacheMiB: persistence.DefaultHistoryCacheBytes >> 20,
+		// PCI DSS v4.0 8.2.8: re-authentication after 15 minutes idle.
+		OperatorIdleTimeout: operator.SessionIdleTimeout,
 	}
 }
 
@@ -206,6 +213,9 @@ func (c *Config) Validate() error {
 	if err := c.checkBackups(); err != nil {
 		return err
 	}
+	if err := c.checkOperatorIdleTimeout(); err != nil {
+		return err
+	}
 	if err := c.checkAcquirer(); err != nil {
 		return err
 	}
@@ -254,6 +264,22 @@ func (c *Config) checkNotNegative() error {
 	}
 	if c.WALSegmentBytes < 0 {
 		return errors.New("--raft-wal-segment-bytes must not be negative (0: 64 MiB)")
+	}
+	return nil
+}
+
+// checkOperatorIdleTimeout checks --operator-idle-timeout: at least a
+// minute (a shorter one would renew sessions through the log more often
+// than every few seconds), at most the session's lifetime (longer would be
+// none).
+func (c *Config) checkOperatorIdleTimeout() error {
+	if c.OperatorIdleTimeout == 0 {
+		c.OperatorIdleTimeout = operator.SessionIdleTimeout
+		return nil
+	}
+	if c.OperatorIdleTimeout < operator.MinSessionIdleTimeout || c.OperatorIdleTimeout > operator.SessionLifetime {
+		return fmt.Errorf("--operator-idle-timeout %s: want from %s to %s (the session's lifetime); PCI DSS asks for 15m at most",
+			c.OperatorIdleTimeout, operator.MinSessionIdleTimeout, operator.SessionLifetime)
 	}
 	return nil
 }

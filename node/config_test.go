@@ -71,12 +71,27 @@ func TestValidateRefusesNegativeAndMalformedValues(t *testing.T) {
 		{"form url without scheme", "--form-url", func(c *Config) { c.FormURL = "not a url" }},
 		{"form url of another scheme", "--form-url", func(c *Config) { c.FormURL = "ftp://pay.example.com" }},
 		{"form url with a query", "--form-url", func(c *Config) { c.FormURL = "https://pay.example.com/?a=1" }},
+		{"idle timeout under a minute", "--operator-idle-timeout", func(c *Config) { c.OperatorIdleTimeout = 59 * time.Second }},
+		{"negative idle timeout", "--operator-idle-timeout", func(c *Config) { c.OperatorIdleTimeout = -time.Minute }},
+		{"idle timeout past the lifetime", "--operator-idle-timeout", func(c *Config) { c.OperatorIdleTimeout = 8*time.Hour + time.Second }},
 	} {
 		c := valid()
 		tc.edit(&c)
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Validate() = %v, want an error naming %s", tc.name, err, tc.want)
 		}
+	}
+	for _, tc := range []struct{ set, want time.Duration }{
+		{0, 15 * time.Minute}, {time.Minute, time.Minute}, {8 * time.Hour, 8 * time.Hour},
+	} {
+		c := valid()
+		c.OperatorIdleTimeout = tc.set
+		if err := c.Validate(); err != nil || c.OperatorIdleTimeout != tc.want {
+			t.Errorf("--operator-idle-timeout %s: %s %v, want %s", tc.set, c.OperatorIdleTimeout, err, tc.want)
+		}
+	}
+	if Defaults().OperatorIdleTimeout != 15*time.Minute {
+		t.Errorf("default --operator-idle-timeout %s, want 15m", Defaults().OperatorIdleTimeout)
 	}
 	for _, formURL := range []string{"", "https://pay.example.com", "http://127.0.0.1:8080/", "https://example.com/gateway"} {
 		c := valid()

@@ -202,7 +202,7 @@ func Start(cfg Config, logger *slog.Logger) (*Node, error) {
 		Merchants: n.merchants, AdminToken: cfg.AdminToken, HashKey: n.currentHashKey(), // hashkey.go
 		CheckCallbackURL: guard.CheckURL, OnNotify: n.webhooks.Wake,
 		Wallets: wallets, Forms: n.forms(), VaultCount: n.CountUnderPrevious,
-		DialPeer: dialPeer, PKI: n.pki,
+		DialPeer: dialPeer, PKI: n.pki, OperatorIdleTimeout: cfg.OperatorIdleTimeout,
 	})
 	n.mountDashboard(logger)                          // dashboard.go
 	if n.listener, err = n.listenHTTP(); err != nil { // httptls.go

@@ -74,6 +74,7 @@ func run(args []string) int {
 	fs.Int64Var(&cfg.CacheSizeMiB, "cache-size-mib", cfg.CacheSizeMiB, "MiB of Pebble's block cache for stored data, on top of the Go heap's limit (0: the default)")
 	fs.Int64Var(&cfg.HistoryCacheMiB, "history-cache-mib", cfg.HistoryCacheMiB, "MiB of stored orders kept in memory for searches and status reads of old orders, outside the Go heap (0: none)")
 	memLimit := fs.Int64("memory-limit-mib", 640, "soft limit of the Go heap in MiB (GOMEMLIMIT wins when set); Pebble's block cache and the history cache come on top")
+	fs.DurationVar(&cfg.OperatorIdleTimeout, "operator-idle-timeout", cfg.OperatorIdleTimeout, "a back-office session unused for this long ends (1m to 8h; PCI DSS asks for 15m at most)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback address (off when empty; profiling only)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	// Raft tuning: hidden from -help, documented in docs/cluster.md.
@@ -102,6 +103,13 @@ func run(args []string) int {
 	}
 	if *memLimit < 0 {
 		fmt.Fprintln(os.Stderr, "gatewayd: --memory-limit-mib must not be negative (0: no limit)")
+		return 2
+	}
+	if cfg.OperatorIdleTimeout == 0 {
+		// 0 stands for the default in a node.Config made without
+		// Defaults; given here, it would be taken for it without a word
+		// (by an operator who meant "none").
+		fmt.Fprintln(os.Stderr, "gatewayd: --operator-idle-timeout 0s: want from 1m0s to 8h0m0s (there is no turning it off)")
 		return 2
 	}
 	var err error
