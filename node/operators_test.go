@@ -211,7 +211,8 @@ func TestSessionRenewalOfParallelRequests(t *testing.T) {
 	}
 }
 
-// The leader deletes expired sessions' records, and only those.
+// The leader deletes the records of sessions expired or idle past their
+// deadline, and only those.
 func TestExpiredSessionsArePruned(t *testing.T) {
 	n := startInProcess(t)
 	t.Cleanup(func() { n.Shutdown(t.Context()) })
@@ -221,15 +222,21 @@ func TestExpiredSessionsArePruned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	idle, _, err := n.Authenticator().SignIn("ann@example.com", "long enough pass", "10.1.1.1", now.Add(-operator.SessionIdleTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
 	live, _, err := n.Authenticator().SignIn("ann@example.com", "long enough pass", "10.1.1.1", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := n.pruneSessionsOnce(t.Context(), now.Add(time.Second)); err != nil || got != 1 {
-		t.Fatalf("pruned %d, %v; want the expired one", got, err)
+	if got, err := n.pruneSessionsOnce(t.Context(), now.Add(time.Second)); err != nil || got != 2 {
+		t.Fatalf("pruned %d, %v; want the expired one and the idle one", got, err)
 	}
-	if rec, _ := n.store.Session(operator.TokenHash(old)); rec != nil {
-		t.Fatal("the expired session's record is still stored")
+	for name, token := range map[string]string{"expired": old, "idle": idle} {
+		if rec, _ := n.store.Session(operator.TokenHash(token)); rec != nil {
+			t.Fatalf("the %s session's record is still stored", name)
+		}
 	}
 	if _, ok := n.Authenticator().Session(live, now.Add(time.Second)); !ok {
 		t.Fatal("the live session was pruned")

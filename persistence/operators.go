@@ -133,7 +133,9 @@ func (s *Store) Session(tokenHash string) (*command.Session, error) {
 }
 
 // ExpiredSessions lists the token hashes of up to limit sessions that
-// expired before before (Unix ns), for the leader to delete. Sessions are
+// expired, or whose idle deadline passed, before before (Unix ns), for the
+// leader to delete: every node refuses them already, and a use that finds
+// one idle does not renew it. Sessions are
 // few (one per sign-in within a lifetime), so this reads them all rather
 // than keep an expiry index.
 func (s *Store) ExpiredSessions(before int64, limit int) ([]string, error) {
@@ -144,7 +146,7 @@ func (s *Store) ExpiredSessions(before int64, limit int) ([]string, error) {
 		if derr = json.Unmarshal(v, &sess); derr != nil {
 			return false
 		}
-		if sess.ExpiresAt < before {
+		if sess.ExpiresAt < before || (sess.IdleUntil != 0 && sess.IdleUntil < before) {
 			out = append(out, sess.TokenHash)
 		}
 		return len(out) < limit

@@ -49,18 +49,21 @@ func TestOperatorsAndSessions(t *testing.T) {
 	}
 }
 
-// Expired sessions are listed for the leader to delete; live ones are not.
+// Expired sessions, and those idle past their deadline, are listed for the
+// leader to delete; live ones are not.
 func TestExpiredSessions(t *testing.T) {
 	ts := newTestStore(t)
 	ts.apply(1, &command.Cmd{Operator: &command.Operator{Email: "ann@example.com", Role: "admin", PasswordHash: "h", CreatedAt: 1}})
 	for i, exp := range []int64{10, 20, 30} {
 		ts.apply(uint64(2+i), &command.Cmd{Session: &command.Session{TokenHash: string(rune('a' + i)), Email: "ann@example.com", ExpiresAt: exp}})
 	}
+	// Idle from 15 on, expiring at 100.
+	ts.apply(5, &command.Cmd{Session: &command.Session{TokenHash: "d", Email: "ann@example.com", ExpiresAt: 100, IdleUntil: 15}})
 	for _, tc := range []struct {
 		before int64
 		limit  int
 		want   int
-	}{{10, 10, 0}, {11, 10, 1}, {31, 10, 3}, {31, 2, 2}} {
+	}{{10, 10, 0}, {11, 10, 1}, {15, 10, 1}, {16, 10, 2}, {31, 10, 4}, {31, 2, 2}} {
 		got, err := ts.ExpiredSessions(tc.before, tc.limit)
 		if err != nil || len(got) != tc.want {
 			t.Errorf("ExpiredSessions(%d, %d) = %v, %v; want %d", tc.before, tc.limit, got, err, tc.want)
