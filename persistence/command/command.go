@@ -62,14 +62,14 @@ type Session struct {
 	// from it on unless renewed before (PCI DSS 8.2.8). The leader sets it
 	// at sign-in, never past ExpiresAt; 0 in a record written before idle
 	// timeouts existed (such a session has only its absolute expiry).
-	IdleUntil int64 `json:"idle_until,omitempty"`
+	IdleUntil int64 `json:"idle_until,omitzero"`
 	// End, in a command, ends the session of TokenHash (sign-out).
 	End bool `json:"end,omitempty"`
 	// Touch, in a command, renews the session of TokenHash: its idle
 	// deadline becomes IdleUntil (decided by the node that proposes it),
 	// capped at its ExpiresAt, never earlier than it was. The other fields
 	// are not read; a session that has no record is not revived.
-	Touch bool `json:"touch,omitempty"`
+	Touch bool `json:"touch,omitzero"`
 }
 
 // MID is a processing MID (contract 12): the card acceptor id a merchant's
