@@ -105,15 +105,26 @@ func (a *Auth) SignIn(email, password, sourceIP string, now time.Time) (string, 
 	}
 	// Read-your-writes: the leader applied the session; wait (bounded) for
 	// this node to, so the caller's next request here finds it.
-	deadline := time.Now().Add(3 * time.Second)
+	var sess operator.Session
+	if !appliedBy(time.Now().Add(3*time.Second), func() (ok bool) { sess, ok = a.Session(out.Token, now); return ok }) {
+		return "", operator.Session{}, fmt.Errorf("%w: this node has not applied the new session yet; retry", errNoLeader)
+	}
+	return out.Token, sess, nil
+}
+
+// appliedBy polls applied, a check of this node's applied state, until it
+// holds or deadline passes, and reports whether it held: a follower's wait
+// for an entry the leader has applied (read-your-writes after a sign-in or
+// a renewal).
+func appliedBy(deadline time.Time, applied func() bool) bool {
 	for {
-		if sess, ok := a.Session(out.Token, now); ok {
-			return out.Token, sess, nil
+		if applied() {
+			return true
 		}
-		if time.Now().After(deadline) {
-			return "", operator.Session{}, fmt.Errorf("%w: this node has not applied the new session yet; retry", errNoLeader)
+		if !time.Now().Before(deadline) {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -286,12 +297,12 @@ func (a *Auth) touch(hash string, until int64) error {
 		return errNoLeader
 	}
 	if c.Route().Self {
-		_, err := a.touchHere(hash, until, renewTimeout)
+		_, err := a.touchHere(hash, until)
 		return err
 	}
 	deadline := time.Now().Add(renewTimeout)
 	var out sessionTouchAnswer
-	status, err := a.s.callLeaderWithin(renewTimeout, "/peer/v1/session-touch", sessionTouchRequest{TokenHash: hash, IdleUntil: until}, &out)
+	status, err := a.s.callLeaderWithin(renewTimeout, "/peer/v1/session-touch", sessionTouchRequest{TokenHash: hash, IdleUntil: until}, "", &out)
 	if err == nil && status != 200 {
 		err = fmt.Errorf("%w: the leader answered the session renewal with %d", errNoLeader, status)
 	}
@@ -302,21 +313,18 @@ func (a *Auth) touch(hash string, until int64) error {
 	// to apply what the leader did. Past the deadline the renewal is made
 	// all the same, and applied here in its turn (at worst the next
 	// request renews once more).
-	for out.IdleUntil != 0 && time.Now().Before(deadline) {
+	appliedBy(deadline, func() bool {
 		rec, err := a.s.cfg.Store.Session(hash)
-		if err != nil || rec == nil || rec.IdleUntil >= out.IdleUntil {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return out.IdleUntil == 0 || err != nil || rec == nil || rec.IdleUntil >= out.IdleUntil
+	})
 	return nil
 }
 
-// touchHere is touch on the leader: it proposes the renewal and answers
-// the session's idle deadline after it (0: the session has no record, it
-// ended).
-func (a *Auth) touchHere(hash string, until int64, timeout time.Duration) (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// touchHere is touch on the leader: it proposes the renewal (within
+// renewTimeout) and answers the session's idle deadline after it (0: the
+// session has no record, it ended).
+func (a *Auth) touchHere(hash string, until int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), renewTimeout)
 	defer cancel()
 	res, err := a.s.cfg.Cluster.Propose(ctx, &command.Cmd{Session: &command.Session{TokenHash: hash, Touch: true, IdleUntil: until}})
 	if err == nil {
@@ -503,7 +511,7 @@ func (s *Server) peerSessionTouch(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, apierr.New(apierr.Unavailable, "cluster", "this node is not the leader"))
 		return
 	}
-	idle, err := s.auth.touchHere(req.TokenHash, req.IdleUntil, renewTimeout)
+	idle, err := s.auth.touchHere(req.TokenHash, req.IdleUntil)
 	if err != nil {
 		writeError(ctx, s.errorFor("renew session", err))
 		return
@@ -515,21 +523,16 @@ func (s *Server) peerSessionTouch(ctx *fasthttp.RequestCtx) {
 // cluster port) and decodes a 200 answer into out. clientIP, if any, is
 // the address the leader's audit record names.
 func (s *Server) callLeader(path string, body any, clientIP string, out any) (int, error) {
-	route := s.cfg.Cluster.Route()
-	if route.LeaderRaft == "" {
-		return 0, fmt.Errorf("%w: no leader", errNoLeader)
-	}
-	return s.callPeer(route.LeaderRaft, path, body, clientIP, out)
+	return s.callLeaderWithin(s.fwd.timeout, path, body, clientIP, out)
 }
 
-// callLeaderWithin is callLeader, without a client address, answered
-// within timeout.
-func (s *Server) callLeaderWithin(timeout time.Duration, path string, body any, out any) (int, error) {
+// callLeaderWithin is callLeader answered within timeout.
+func (s *Server) callLeaderWithin(timeout time.Duration, path string, body any, clientIP string, out any) (int, error) {
 	route := s.cfg.Cluster.Route()
 	if route.LeaderRaft == "" {
 		return 0, fmt.Errorf("%w: no leader", errNoLeader)
 	}
-	return s.callPeerWithin(timeout, route.LeaderRaft, path, body, "", out)
+	return s.callPeerWithin(timeout, route.LeaderRaft, path, body, clientIP, out)
 }
 
 // callPeer POSTs body as JSON to path on the member at raftAddr (its
