@@ -444,7 +444,7 @@ func mainCompare(args []string, stdout, stderr io.Writer) int {
 	for _, line := range layerLines(a, b) {
 		fmt.Fprintln(stdout, line)
 	}
-	for _, note := range []string{loadNote(a, b), stealNote(a, b), readsNote(a, b), droppedNote(a, b)} {
+	for _, note := range []string{loadNote(a, b), stealNote(a, b), damonNote(a, b), readsNote(a, b), droppedNote(a, b)} {
 		if note != "" {
 			fmt.Fprintln(stdout, note)
 		}

@@ -244,6 +244,32 @@ func stealNote(a, b []Report) string {
 	return fmt.Sprintf("host CPU stolen by the hypervisor: up to %.0f%% in A, %.0f%% in B; ratios also measure the host", sa, sb)
 }
 
+// damonNote says when a DAMON memory monitor ran during one side's runs and
+// not the other's: on a node that holds much memory it moves latency and
+// CPU by more than most changes do (HostCPU.DAMONRunning).
+func damonNote(a, b []Report) string {
+	ran := func(rs []Report) (on, known bool) {
+		for _, r := range rs {
+			if r.HostCPU != nil {
+				on, known = on || r.HostCPU.DAMONRunning, true
+			}
+		}
+		return on, known
+	}
+	oa, ka := ran(a)
+	ob, kb := ran(b)
+	if !ka || !kb || oa == ob {
+		return ""
+	}
+	side := func(on bool) string {
+		if on {
+			return "running"
+		}
+		return "not running"
+	}
+	return fmt.Sprintf("DAMON, the kernel's memory monitor, was %s in A's runs and %s in B's; ratios also measure the host", side(oa), side(ob))
+}
+
 // cpuLines compare the CPU per request of the runs that carry it, one line
 // per workload found on both sides, e.g. "CPU per request, charge: nodes
 // 164µs → 150µs (0.91x), harness 34µs → 33µs (0.97x)". Where the rates

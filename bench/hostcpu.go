@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -18,6 +19,13 @@ type HostCPU struct {
 	BusyPct   float64 `json:"busy_pct"`
 	StealPct  float64 `json:"steal_pct"`
 	IOWaitPct float64 `json:"iowait_pct"`
+	// DAMONRunning is whether a DAMON monitor (the kernel's memory access
+	// monitor, which some hosts run with a page-out scheme) ran at the
+	// window's start or end. On the test VM it taxed a node by the memory it
+	// holds: a million-order node's searches took 1.4x the CPU and twice the
+	// p99 (docs/performance.md, "Order search", twelfth series), so runs
+	// with and without it do not compare.
+	DAMONRunning bool `json:"damon_running,omitzero"`
 }
 
 // stealWarnPct is the steal share above which the summary warns.
@@ -84,5 +92,24 @@ func (h *HostCPU) summary() string {
 	if h.StealPct >= stealWarnPct {
 		s += " (with this much steal, figures are not comparable with runs on a quieter host)"
 	}
+	if h.DAMONRunning {
+		s += "; DAMON, the kernel's memory monitor, was running (it slows nodes that hold much memory: docs/operations.md, \"Memory\")"
+	}
 	return s
+}
+
+// damonStates is where the kernel lists its DAMON monitors' states, under
+// the file system's root.
+const damonStates = "sys/kernel/mm/damon/admin/kdamonds/*/state"
+
+// damonRunning reports whether any DAMON monitor under root is on (false
+// where the kernel has none, or the files cannot be read).
+func damonRunning(root string) bool {
+	paths, _ := filepath.Glob(filepath.Join(root, damonStates))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == "on" {
+			return true
+		}
+	}
+	return false
 }

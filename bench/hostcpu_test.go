@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -67,6 +69,61 @@ func TestStealNote(t *testing.T) {
 		{"A unknown", []Report{unknown}, []Report{with(40)}, ""},
 	} {
 		if got := stealNote(tc.a, tc.b); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDAMONRunning(t *testing.T) {
+	root := t.TempDir()
+	state := func(n, s string) {
+		dir := filepath.Join(root, "sys/kernel/mm/damon/admin/kdamonds", n)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "state"), []byte(s+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if damonRunning(root) {
+		t.Fatal("a kernel without DAMON reads as running")
+	}
+	state("0", "off")
+	if damonRunning(root) {
+		t.Fatal("a monitor that is off reads as running")
+	}
+	state("1", "on")
+	if !damonRunning(root) {
+		t.Fatal("the second monitor, on, is not seen")
+	}
+	h := &HostCPU{BusyPct: 10, DAMONRunning: true}
+	if !strings.Contains(h.summary(), "DAMON") {
+		t.Errorf("summary hides the monitor: %q", h.summary())
+	}
+	if h.DAMONRunning = false; strings.Contains(h.summary(), "DAMON") {
+		t.Errorf("summary names a monitor that did not run: %q", h.summary())
+	}
+}
+
+func TestDAMONNote(t *testing.T) {
+	with := func(on bool) Report {
+		r := report("search", map[string]OpReport{"search": {Count: 1, Throughput: 1}})
+		r.HostCPU = &HostCPU{BusyPct: 50, DAMONRunning: on}
+		return r
+	}
+	unknown := report("search", map[string]OpReport{"search": {Count: 1, Throughput: 1}})
+	for _, tc := range []struct {
+		name string
+		a, b []Report
+		want string
+	}{
+		{"neither", []Report{with(false)}, []Report{with(false)}, ""},
+		{"both", []Report{with(true)}, []Report{with(true), with(true)}, ""},
+		{"A only, in one of its runs", []Report{with(false), with(true)}, []Report{with(false)}, "running in A's runs and not running in B's"},
+		{"B only", []Report{with(false)}, []Report{with(true)}, "not running in A's runs and running in B's"},
+		{"A unknown", []Report{unknown}, []Report{with(true)}, ""},
+	} {
+		if got := damonNote(tc.a, tc.b); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}

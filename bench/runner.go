@@ -280,10 +280,11 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 		requests int64
 		nodes    NodeCounters
 		nodesOK  bool
+		damon    bool
 	}
 	sampleCPU := func() cpuSample {
 		t, ok := readCPUTimes()
-		s := cpuSample{t: t, ok: ok, procs: sampleProcesses(r.cfg.Nodes), requests: r.completed()}
+		s := cpuSample{t: t, ok: ok, procs: sampleProcesses(r.cfg.Nodes), requests: r.completed(), damon: damonRunning("/")}
 		s.nodes, s.nodesOK = scrapeNodeCounters(r.cfg.Targets) // after the CPU times: it takes a request
 		return s
 	}
@@ -314,6 +315,9 @@ func (r *run) measure(iter iteration) (time.Duration, bool) {
 		end := sampleCPU()
 		if start.ok && end.ok {
 			r.hostCPU = hostCPUBetween(start.t, end.t)
+		}
+		if r.hostCPU != nil {
+			r.hostCPU.DAMONRunning = start.damon || end.damon
 		}
 		r.processCPU = processCPUBetween(start.procs, end.procs, r.cfg.Nodes,
 			time.Since(r.measureStart).Seconds(), end.requests-start.requests)
