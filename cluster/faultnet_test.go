@@ -26,6 +26,20 @@ type faultNet struct {
 	maxDelay time.Duration
 	dropRate float64
 	stats    netStats
+	// heartbeats counts the heartbeats each link carried or refused.
+	heartbeats map[[2]raft.ServerAddress]int
+	// hold, once armed, keeps the answer to the next heartbeat on its link
+	// from its sender until released: a request in flight when the
+	// sender's process stopped, its answer read when it resumes.
+	hold *heldAnswer
+}
+
+// heldAnswer is one heartbeat answer kept from its sender.
+type heldAnswer struct {
+	from, to raft.ServerAddress
+	held     chan struct{} // closed once an answer is held
+	release  chan struct{} // closed to hand it over
+	taken    bool
 }
 
 type netStats struct{ sent, cut, dropped uint64 }
@@ -36,7 +50,51 @@ var errDown = errors.New("faultnet: peer down")
 
 func newFaultNet(seed int64) *faultNet {
 	return &faultNet{rng: rand.New(rand.NewSource(seed)), trans: map[raft.ServerAddress]*faultTransport{},
-		group: map[raft.ServerAddress]int{}, down: map[raft.ServerAddress]bool{}}
+		group: map[raft.ServerAddress]int{}, down: map[raft.ServerAddress]bool{},
+		heartbeats: map[[2]raft.ServerAddress]int{}}
+}
+
+// holdNextHeartbeat arms a hold on the link from -> to; close the returned
+// release to let the held answer through.
+func (n *faultNet) holdNextHeartbeat(from, to raft.ServerAddress) (held <-chan struct{}, release chan struct{}) {
+	h := &heldAnswer{from: from, to: to, held: make(chan struct{}), release: make(chan struct{})}
+	n.mu.Lock()
+	n.hold = h
+	n.mu.Unlock()
+	return h.held, h.release
+}
+
+// heartbeatsOn is how many heartbeats the link from -> to has been asked
+// to carry, partitioned or not.
+func (n *faultNet) heartbeatsOn(from, to raft.ServerAddress) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.heartbeats[[2]raft.ServerAddress{from, to}]
+}
+
+// isHeartbeat tells raft's heartbeats from replication: they carry no
+// entries and no log position.
+func isHeartbeat(args *raft.AppendEntriesRequest) bool {
+	return len(args.Entries) == 0 && args.PrevLogEntry == 0 && args.LeaderCommitIndex == 0
+}
+
+// answered passes an AppendEntries answer to its sender, unless an armed
+// hold takes it.
+func (n *faultNet) answered(from, to raft.ServerAddress, args *raft.AppendEntriesRequest) {
+	if !isHeartbeat(args) {
+		return
+	}
+	n.mu.Lock()
+	h := n.hold
+	take := h != nil && !h.taken && h.from == from && h.to == to
+	if take {
+		h.taken = true
+	}
+	n.mu.Unlock()
+	if take {
+		close(h.held)
+		<-h.release
+	}
 }
 
 // transport makes (or remakes, after a restart) the transport of addr and
@@ -150,10 +208,19 @@ func (t *faultTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress
 }
 
 func (t *faultTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if isHeartbeat(args) {
+		t.net.mu.Lock()
+		t.net.heartbeats[[2]raft.ServerAddress{t.LocalAddr(), target}]++
+		t.net.mu.Unlock()
+	}
 	if err := t.net.gate(t.LocalAddr(), target); err != nil {
 		return err
 	}
-	return t.inner.AppendEntries(id, target, args, resp)
+	if err := t.inner.AppendEntries(id, target, args, resp); err != nil {
+		return err
+	}
+	t.net.answered(t.LocalAddr(), target, args)
+	return nil
 }
 
 func (t *faultTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {

@@ -47,6 +47,9 @@ type harnessOptions struct {
 	// memory runs every node over a memState instead of a Pebble store; a
 	// restarted node starts with an empty one.
 	memory bool
+	// heartbeatTimeout replaces hbTimeout and electTimeout (the leader's
+	// lease is half of it).
+	heartbeatTimeout time.Duration
 }
 
 type harness struct {
@@ -137,9 +140,13 @@ func (h *harness) start(i int, bootstrap bool) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	hb, et := hbTimeout, electTimeout
+	if h.opts.heartbeatTimeout > 0 {
+		hb, et = h.opts.heartbeatTimeout, h.opts.heartbeatTimeout
+	}
 	node, err := Start(Config{
 		NodeID: n.id, RaftAddr: string(n.addr), DataDir: n.dir, Bootstrap: bootstrap, Logger: h.logger,
-		HeartbeatTimeout: hbTimeout, ElectionTimeout: electTimeout, ApplyTimeout: 2 * time.Second,
+		HeartbeatTimeout: hb, ElectionTimeout: et, ApplyTimeout: 2 * time.Second,
 		SnapshotThreshold: h.opts.snapshotThreshold, SnapshotInterval: 50 * time.Millisecond,
 		HTTPAddr: "http-" + n.id, Transport: h.net.transport(n.addr), RaftLogOutput: io.Discard,
 		WALSegmentBytes: h.opts.walSegmentBytes,

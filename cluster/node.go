@@ -129,6 +129,9 @@ type Node struct {
 	FSM       *FSM
 	wal       *raftwal.WAL
 	transport *raft.NetworkTransport // nil when Config.Transport was given
+	// acks wraps raft's transport: which requests each peer answered in
+	// this node's term, and when they were sent (termacks.go).
+	acks      *ackTransport
 	commitLat *metrics.PrometheusHistogram
 	// entryCommands is how many commands each proposed entry packed.
 	entryCommands *metrics.PrometheusHistogram
@@ -214,6 +217,13 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 		trans = netTrans
 	}
 
+	acks, err := newAckTransport(trans)
+	if err != nil {
+		wal.Close()
+		return nil, err
+	}
+	trans = acks
+
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = hlog
@@ -276,7 +286,7 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 		}
 	}
 	n := &Node{
-		cfg: cfg, Raft: r, FSM: fsm, wal: wal, transport: netTrans, hadState: hasState,
+		cfg: cfg, Raft: r, FSM: fsm, wal: wal, transport: netTrans, acks: acks, hadState: hasState,
 		ready:         &readiness{logs: logs},
 		commitLat:     metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_commit_seconds`, stageBuckets),
 		entryCommands: metrics.GetOrCreatePrometheusHistogramExt(`gateway_raft_entry_commands`, entryCommandBuckets),

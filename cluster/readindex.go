@@ -18,9 +18,11 @@ import (
 //  1. the term barrier: in its current term the leader has applied every
 //     entry committed before the term began (raft.Barrier appends an entry
 //     of the new term and returns when it and all before it are applied);
-//  2. leadership confirmed after the request arrived (VerifyLeader: a quorum
-//     answered a heartbeat), so no newer leader can have acknowledged a
-//     change this node has not seen.
+//  2. leadership confirmed after the request arrived: a quorum answered, in
+//     this leader's term, heartbeats sent after it arrived (VerifyLeader,
+//     then termacks.go, since VerifyLeader also counts answers to older
+//     requests), so no newer leader can have acknowledged a change this
+//     node has not seen.
 //
 // Changes acknowledged in the current term went through this leader, whose
 // Propose returns only after the local FSM applied them. So a read that
@@ -64,14 +66,20 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 // configuration (committed or not: a voter being added counts at once, as
 // it does for raft's quorum).
 func (n *Node) soleVoter() bool {
-	voters, self := 0, false
+	voters := n.voters()
+	return len(voters) == 1 && voters[0] == raft.ServerID(n.cfg.NodeID)
+}
+
+// voters are the voters of raft's latest configuration, the one raft counts
+// its quorum from.
+func (n *Node) voters() []raft.ServerID {
+	var ids []raft.ServerID
 	for _, s := range n.Raft.GetConfiguration().Configuration().Servers {
 		if s.Suffrage == raft.Voter {
-			voters++
-			self = self || s.ID == raft.ServerID(n.cfg.NodeID)
+			ids = append(ids, s.ID)
 		}
 	}
-	return voters == 1 && self
+	return ids
 }
 
 // LeaderBarrier returns once this leader has applied everything committed
@@ -151,21 +159,58 @@ func (n *Node) verifyRounds() {
 	}
 }
 
-// verifyRound runs one VerifyLeader, bounded by the apply timeout: raft
-// answers it once a quorum has (or has not) heartbeated back, but the bound
-// is here so that no reader waits on raft alone. It costs one timer per
-// round, not one per read: callers need not bring a deadline of their own.
+// verifyRound runs one VerifyLeader, then waits until a quorum has answered
+// requests sent since the round began: VerifyLeader may have counted an
+// answer to an older one (termacks.go). The round is bounded by the apply
+// timeout: raft answers VerifyLeader once a quorum has (or has not)
+// heartbeated back, but the bound is here so that no reader waits on raft
+// alone. It costs one timer per round, not one per read: callers need not
+// bring a deadline of their own.
 func (n *Node) verifyRound() error {
+	since, term := time.Now(), n.Raft.CurrentTerm()
+	t := time.NewTimer(n.cfg.ApplyTimeout)
+	defer t.Stop()
 	f := n.Raft.VerifyLeader()
 	answer := make(chan error, 1)
 	go func() { answer <- f.Error() }()
-	t := time.NewTimer(n.cfg.ApplyTimeout)
-	defer t.Stop()
 	select {
 	case err := <-answer:
-		return leaderErr(err)
+		if err != nil {
+			return leaderErr(err)
+		}
 	case <-t.C:
 		return fmt.Errorf("%w: leadership not confirmed within %s", ErrNoLeader, n.cfg.ApplyTimeout)
+	}
+	return n.awaitFreshAnswers(term, since, t.C)
+}
+
+// awaitFreshAnswers waits until self and the voters that answered requests
+// of term sent at or after since make a quorum. After a VerifyLeader that
+// passed on fresh answers it returns at once; one that passed on stale ones
+// waits for the heartbeats VerifyLeader sent, and a deposed leader gets no
+// answer in its term: it fails when raft steps down or at the deadline.
+func (n *Node) awaitFreshAnswers(term uint64, since time.Time, deadline <-chan time.Time) error {
+	var poll <-chan time.Time
+	for {
+		ok, changed := n.acks.confirmed(term, since, raft.ServerID(n.cfg.NodeID), n.voters())
+		if ok {
+			return nil
+		}
+		if n.Raft.State() != raft.Leader || n.Raft.CurrentTerm() != term {
+			return fmt.Errorf("%w: leadership changed during the read barrier", ErrNoLeader)
+		}
+		if poll == nil {
+			// A step-down records no answer: look at raft's state too.
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			poll = tick.C
+		}
+		select {
+		case <-changed:
+		case <-poll:
+		case <-deadline:
+			return fmt.Errorf("%w: leadership not confirmed by answers sent after the read, within %s", ErrNoLeader, n.cfg.ApplyTimeout)
+		}
 	}
 }
 
