@@ -294,7 +294,33 @@ func Start(cfg Config, fsm *FSM) (*Node, error) {
 	}
 	n.collector = newCollector(n)
 	go n.collector.run()
+	n.electSoleVoterNow(rc.LeaderLeaseTimeout)
 	return n, nil
+}
+
+// electSoleVoterNow starts the election of a node that is the only voter of
+// its configuration (a new single-node cluster, any single node restarting)
+// without waiting out raft's heartbeat timeout: 1-2 s of a node that cannot
+// take requests, for an election no one else can vote in. raft does the
+// same once its timer fires; lowering the heartbeat timeout fires it at
+// once (ReloadConfig kicks a follower's timer), and the configured value is
+// put back straight after. A node with other voters waits as before: they
+// may have a leader.
+func (n *Node) electSoleVoterNow(lease time.Duration) {
+	if !n.soleVoter() || n.Raft.State() != raft.Follower {
+		return
+	}
+	rc := n.Raft.ReloadableConfig()
+	quick := rc
+	// The lowest value raft accepts: the leader lease may not exceed it.
+	quick.HeartbeatTimeout = lease
+	if err := n.Raft.ReloadConfig(quick); err != nil {
+		n.cfg.Logger.Warn("immediate election of a sole voter", "error", err)
+		return
+	}
+	if err := n.Raft.ReloadConfig(rc); err != nil {
+		n.cfg.Logger.Error("raft heartbeat timeout not restored", "error", err)
+	}
 }
 
 // checkLogCoversStore refuses a store that has applied entries beyond the

@@ -129,3 +129,23 @@ func TestRaftLogDirApartFromTheStore(t *testing.T) {
 		t.Errorf("merchants after the restart: %v, %v; want mer_apart", ms, err)
 	}
 }
+
+// A node that is the only voter of its configuration leads without waiting
+// out its heartbeat timeout, new or restarted: with a 60 s timeout, raft's
+// own timer would first fire after 60-120 s. The configured timeout is
+// back in place afterwards.
+func TestSoleVoterIsElectedAtOnce(t *testing.T) {
+	dataDir, logDir := t.TempDir(), t.TempDir()
+	slow := func(c *Config) { c.HeartbeatTimeout, c.ElectionTimeout = time.Minute, time.Minute }
+	for _, start := range []string{"new", "restarted"} {
+		node, store, err := startAloneWith(t, dataDir, logDir, slow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitLeaderAlone(t, node)
+		if hb := node.Raft.ReloadableConfig().HeartbeatTimeout; hb != time.Minute {
+			t.Errorf("%s: heartbeat timeout %s after the election, want 1m0s", start, hb)
+		}
+		stopAlone(t, node, store)
+	}
+}
