@@ -103,23 +103,13 @@ func TestClusterMinorityPartition(t *testing.T) {
 	cancel()
 
 	// The majority elects a leader and takes writes.
-	var newLeader *Node
-	deadline = time.Now().Add(5 * time.Second)
-	for newLeader == nil && time.Now().Before(deadline) {
-		for _, n := range h.nodes {
-			if n != ln {
-				n.with(func(nd *Node, _ *persistence.Store) {
-					if nd.IsLeader() {
-						newLeader = nd
-					}
-				})
-			}
+	var majority []*hnode
+	for _, n := range h.nodes {
+		if n != ln {
+			majority = append(majority, n)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	if newLeader == nil {
-		t.Fatalf("majority elected no leader: %s", h.describe())
-	}
+	newLeader := h.waitLeaderAmong(5*time.Second, majority...)
 	for i := 0; i < 20; i++ {
 		cmd := createCmd(fmt.Sprintf("majority-%d", i), fmt.Sprintf("txn-majority-%d", i))
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

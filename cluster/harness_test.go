@@ -239,6 +239,29 @@ func (h *harness) waitLeaderNode(timeout time.Duration) (*hnode, *Node) {
 	return nil, nil
 }
 
+// waitLeaderAmong waits until one of nodes leads and returns it: a new
+// leader elected while an old one, cut off, still believes it leads.
+func (h *harness) waitLeaderAmong(timeout time.Duration, nodes ...*hnode) *Node {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, n := range nodes {
+			var leader *Node
+			n.with(func(nd *Node, _ *persistence.Store) {
+				if nd.IsLeader() {
+					leader = nd
+				}
+			})
+			if leader != nil {
+				return leader
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.t.Fatalf("none of %d nodes leads after %s: %s", len(nodes), timeout, h.describe())
+	return nil
+}
+
 // waitConverged waits until every running node has applied what the
 // leader has, after a barrier, and returns the applied index.
 func (h *harness) waitConverged(timeout time.Duration) uint64 {

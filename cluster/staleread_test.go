@@ -72,20 +72,7 @@ func TestReadBarrierIgnoresAnswersSentBeforeIt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TimeoutNow to %s: %v", p.id, err)
 	}
-	var next *Node
-	for next == nil && ctx.Err() == nil {
-		for _, n := range []*hnode{p, q} {
-			n.with(func(nd *Node, _ *persistence.Store) {
-				if nd.IsLeader() {
-					next = nd
-				}
-			})
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if next == nil {
-		t.Fatalf("no new leader: %s", h.describe())
-	}
+	next := h.waitLeaderAmong(5*time.Second, p, q)
 	cmd := createCmd("after-the-old-leader", "txn-after-the-old-leader")
 	res, err := next.Propose(ctx, &command.Cmd{Order: cmd})
 	if err != nil {
