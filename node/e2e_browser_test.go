@@ -446,7 +446,21 @@ func TestBrowserHostedForm(t *testing.T) {
 		tb := b.tab(t)
 		tb.do(chromedp.Navigate(formURL))
 		fillCard(tb, "4111111111111112", "Jane Doe", "13", "2020", "12")
+		// Pay stays where it was pressed. The press takes the focus from
+		// the security code, whose hint used to appear at once and push
+		// Pay down: the release landed beside the button and the click
+		// was lost (CI saw the focus left on Pay, no submit).
+		eval[bool](tb, `(function () {
+			var pay = document.getElementById("pg-pay"), top = null;
+			window.payMoved = null;
+			pay.addEventListener("pointerdown", function () { top = pay.getBoundingClientRect().top; });
+			document.addEventListener("pointerup", function () { window.payMoved = pay.getBoundingClientRect().top - top; }, true);
+			return true;
+		})()`)
 		tb.do(chromedp.Click(chromedp.ID("pg-pay")))
+		if moved := eval[float64](tb, "window.payMoved === null ? NaN : window.payMoved"); moved != 0 {
+			t.Errorf("Pay moved %v px between its press and its release", moved)
+		}
 		for field, want := range map[string]string{
 			"cc-number": "not a valid card number", "cc-exp-month": "01 to 12", "cc-csc": "3-digit",
 		} {
@@ -469,6 +483,36 @@ func TestBrowserHostedForm(t *testing.T) {
 		}
 		tb.checkRequests(n.URL(), returns, "4111111111111112", "12", false)
 		tb.noCSPViolations()
+	})
+
+	t.Run("a press on Pay released elsewhere still shows the hint", func(t *testing.T) {
+		id, formURL := browserInit(t, m, s, nil)
+		tb := b.tab(t)
+		tb.do(chromedp.Navigate(formURL))
+		fillCard(tb, "4111111111111111", "Jane Doe", "12", "2035", "12")
+		tb.do(chromedp.ScrollIntoView(chromedp.ID("pg-pay")))
+		pay := eval[map[string]float64](tb, `(function () {
+			var r = document.getElementById("pg-pay").getBoundingClientRect();
+			return {x: r.left + r.width / 2, y: r.top + r.height / 2, h: r.height};
+		})()`)
+		// Pressed on Pay, released well above it: no click, no submit.
+		tb.do(
+			chromedp.MouseEvent("mousePressed", pay["x"], pay["y"], chromedp.ButtonLeft),
+			chromedp.MouseEvent("mouseReleased", pay["x"], pay["y"]-3*pay["h"], chromedp.ButtonLeft),
+		)
+		deadline := time.Now().Add(browserTimeout)
+		for !strings.Contains(tb.text("cc-csc-error"), "3-digit") {
+			if time.Now().After(deadline) {
+				t.Fatalf("#cc-csc-error = %q after a press on Pay released elsewhere", tb.text("cc-csc-error"))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if general := tb.text("pg-error"); general != "" {
+			t.Errorf("#pg-error = %q: the form was submitted", general)
+		}
+		if o := m.Post(t, "status", map[string]any{"order_id": id}); o.Str("status") != "created" {
+			t.Fatalf("the press paid: %s", o.Body)
+		}
 	})
 
 	t.Run("the same token cannot pay twice", func(t *testing.T) {

@@ -168,11 +168,34 @@
     var general = document.getElementById("pg-error");
     if (!form) return;
 
+    // Pressing Pay takes the focus from the field last typed in. Its hint,
+    // shown at once, would push Pay down under the pointer: the release
+    // lands beside the button and the click is lost. While Pay is pressed
+    // the hint waits; the submit checks every field, and a press released
+    // elsewhere (no click follows) shows the hint then.
+    var pressed = false, waiting = [];
+    function showWaiting() {
+      pressed = false;
+      waiting.forEach(function (name) { if (value(name)) setError(name, check(name)); });
+      waiting = [];
+    }
+    button.addEventListener("pointerdown", function () { pressed = true; });
+    ["pointerup", "pointercancel"].forEach(function (type) {
+      document.addEventListener(type, function () {
+        // The click, and the submit, come in the same task as the release.
+        if (pressed) setTimeout(function () { if (pressed) showWaiting(); }, 0);
+      });
+    });
+
     Object.keys(fields).forEach(function (name) {
       var el = input(name);
       if (!el) return;
       // A hint as soon as a field is left, and cleared while it is fixed.
       el.addEventListener("blur", function () {
+        if (pressed) {
+          waiting.push(name);
+          return;
+        }
         if (value(name)) setError(name, check(name));
       });
       el.addEventListener("input", function () {
@@ -182,6 +205,8 @@
 
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
+      pressed = false;
+      waiting = [];
       general.textContent = "";
       var first = null;
       Object.keys(fields).forEach(function (name) {
