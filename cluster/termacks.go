@@ -16,8 +16,8 @@ import (
 // leader whose process stopped with a heartbeat in flight reads the answer,
 // given in its old term, when it resumes: by then the others may have
 // elected a leader and committed writes, and the stale answer with the
-// leader's own vote makes a quorum of three. TestReadBarrierIgnoresAnswers-
-// SentBeforeIt stages it; the node tests met it with SIGSTOP.
+// leader's own vote makes a quorum of three. The node tests met it with
+// SIGSTOP; TestReadBarrierIgnoresAnswersSentBeforeIt stages it.
 //
 // ackTransport wraps raft's transport and records, per peer, when the
 // latest AppendEntries the peer answered in the sender's own term was sent.
