@@ -66,20 +66,14 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 // configuration (committed or not: a voter being added counts at once, as
 // it does for raft's quorum).
 func (n *Node) soleVoter() bool {
-	voters := n.voters()
-	return len(voters) == 1 && voters[0] == raft.ServerID(n.cfg.NodeID)
-}
-
-// voters are the voters of raft's latest configuration, the one raft counts
-// its quorum from.
-func (n *Node) voters() []raft.ServerID {
-	var ids []raft.ServerID
+	voters, self := 0, false
 	for _, s := range n.Raft.GetConfiguration().Configuration().Servers {
 		if s.Suffrage == raft.Voter {
-			ids = append(ids, s.ID)
+			voters++
+			self = self || s.ID == raft.ServerID(n.cfg.NodeID)
 		}
 	}
-	return ids
+	return voters == 1 && self
 }
 
 // LeaderBarrier returns once this leader has applied everything committed
@@ -192,7 +186,7 @@ func (n *Node) verifyRound() error {
 func (n *Node) awaitFreshAnswers(term uint64, since time.Time, deadline <-chan time.Time) error {
 	var poll <-chan time.Time
 	for {
-		ok, changed := n.acks.confirmed(term, since, raft.ServerID(n.cfg.NodeID), n.voters())
+		ok, changed := n.acks.confirmed(term, since, raft.ServerID(n.cfg.NodeID), n.Raft.GetConfiguration().Configuration().Servers)
 		if ok {
 			return nil
 		}

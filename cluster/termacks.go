@@ -91,19 +91,24 @@ func (t *ackTransport) record(id raft.ServerID, term uint64, sent time.Time) {
 	}
 }
 
-// confirmed reports whether self and the voters that answered requests of
-// term sent at or after since make a quorum of voters. When they do not,
-// changed is closed at the next recorded answer.
-func (t *ackTransport) confirmed(term uint64, since time.Time, self raft.ServerID, voters []raft.ServerID) (ok bool, changed <-chan struct{}) {
+// confirmed reports whether self and the voters among servers (raft's
+// latest configuration, the one its quorum is counted from) that answered
+// requests of term sent at or after since make a quorum of voters. When
+// they do not, changed is closed at the next recorded answer.
+func (t *ackTransport) confirmed(term uint64, since time.Time, self raft.ServerID, servers []raft.Server) (ok bool, changed <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	votes := 1 // the leader's own, as raft counts it
-	for _, id := range voters {
-		if a, found := t.acks[id]; id != self && found && a.term == term && !a.sentAt.Before(since) {
+	voters, votes := 0, 1 // the leader's own vote, as raft counts it
+	for _, s := range servers {
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		voters++
+		if a, found := t.acks[s.ID]; s.ID != self && found && a.term == term && !a.sentAt.Before(since) {
 			votes++
 		}
 	}
-	if votes >= len(voters)/2+1 {
+	if votes >= voters/2+1 {
 		return true, nil
 	}
 	if t.changed == nil {

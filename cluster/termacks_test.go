@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ func TestAckTransportConfirmed(t *testing.T) {
 		{"one fresh of five", five, []ack{{"b", 7, after}, {"c", 7, before}}, false},
 		{"two fresh of five", five, []ack{{"b", 7, after}, {"e", 7, after}}, true},
 		{"a non-voter's answer", three, []ack{{"x", 7, after}}, false},
+		{"a non-voter in the configuration", append(three, "~x"), []ack{{"x", 7, after}}, false},
 		{"a leader outside the configuration", []raft.ServerID{"b", "c", "d"}, []ack{{"b", 7, after}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,7 +45,7 @@ func TestAckTransportConfirmed(t *testing.T) {
 			for _, a := range tc.acks {
 				tr.record(a.id, a.term, a.sent)
 			}
-			if got, _ := tr.confirmed(7, since, "a", tc.voters); got != tc.want {
+			if got, _ := tr.confirmed(7, since, "a", servers(tc.voters)); got != tc.want {
 				t.Fatalf("confirmed = %v, want %v", got, tc.want)
 			}
 		})
@@ -56,7 +58,7 @@ func TestAckTransportRecordsTheLatest(t *testing.T) {
 	since := time.Now()
 	tr := &ackTransport{acks: map[raft.ServerID]termAck{}}
 	voters := []raft.ServerID{"a", "b", "c"}
-	ok, changed := tr.confirmed(3, since, "a", voters)
+	ok, changed := tr.confirmed(3, since, "a", servers(voters))
 	if ok || changed == nil {
 		t.Fatalf("confirmed with no answer: %v %v", ok, changed)
 	}
@@ -67,11 +69,25 @@ func TestAckTransportRecordsTheLatest(t *testing.T) {
 		t.Fatal("an answer did not wake the waiting confirmation")
 	}
 	tr.record("b", 3, since.Add(-time.Millisecond)) // an older request answered late
-	if ok, _ := tr.confirmed(3, since, "a", voters); !ok {
+	if ok, _ := tr.confirmed(3, since, "a", servers(voters)); !ok {
 		t.Fatal("a late answer to an older request replaced the fresh one")
 	}
 	tr.record("b", 2, since.Add(time.Second)) // an answer of an older term
-	if ok, _ := tr.confirmed(3, since, "a", voters); !ok {
+	if ok, _ := tr.confirmed(3, since, "a", servers(voters)); !ok {
 		t.Fatal("an older term's answer replaced this term's")
 	}
+}
+
+// servers is a configuration of these voters; an id starting with "~" is a
+// non-voter (without the "~").
+func servers(ids []raft.ServerID) []raft.Server {
+	var out []raft.Server
+	for _, id := range ids {
+		s := raft.Server{ID: id, Suffrage: raft.Voter}
+		if strings.HasPrefix(string(id), "~") {
+			s = raft.Server{ID: id[1:], Suffrage: raft.Nonvoter}
+		}
+		out = append(out, s)
+	}
+	return out
 }
