@@ -59,12 +59,30 @@ type pendingChange struct {
 }
 
 // load replaces the set with what the p/ keys hold: at open, and after a
-// snapshot restore. A store without a/pending was written by a version
-// that kept the p/ keys exact at every batch.
+// snapshot restore.
+//
+// A store without a/pending is new, or was written by a version that kept
+// the p/ keys exact at every batch: the set is exact at its applied index
+// (0 for a new store). That is written down at once, synced: were it left
+// to the first checkpoint, a process killed within its first second would
+// leave a store whose applied index had moved on while its p/ keys had
+// not, and the next opening would take them as exact at that index. A
+// movement recorded in that second would never be sent (found by
+// TestLedgersAgreeUnderRandomFaultsRealProcesses).
 func (p *pendingAuths) load(s *Store) error {
+	recorded, err := p.loadKeys(s)
+	if err != nil || recorded {
+		return err
+	}
+	return s.writePendingCheckpoint(pebble.Sync)
+}
+
+// loadKeys reads the set and the index it is exact at, and reports whether
+// the store recorded that index (a/pending).
+func (p *pendingAuths) loadKeys(s *Store) (recorded bool, err error) {
 	due := map[string]OrderRef{}
 	persisted := map[string]OrderRef{}
-	err := s.scan([]byte(prefixPending), prefixEnd(prefixPending), func(k, _ []byte) bool {
+	err = s.scan([]byte(prefixPending), prefixEnd(prefixPending), func(k, _ []byte) bool {
 		ref := splitRef(k[len(prefixPending):])
 		key := string(orderKey(ref.Merchant, ref.OrderID))
 		due[key] = ref
@@ -72,16 +90,16 @@ func (p *pendingAuths) load(s *Store) error {
 		return true
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	at, err := get(s.db, keyPendingAt)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if at == nil {
-		at, err = get(s.db, keyApplied)
-		if err != nil {
-			return err
+	recorded = at != nil
+	if !recorded {
+		if at, err = get(s.db, keyApplied); err != nil {
+			return false, err
 		}
 	}
 	p.mu.Lock()
@@ -91,7 +109,7 @@ func (p *pendingAuths) load(s *Store) error {
 		p.exactAt = binary.BigEndian.Uint64(at)
 	}
 	p.lastCheckpoint = time.Now()
-	return nil
+	return recorded, nil
 }
 
 // apply puts the orders of changes in the set (due) or takes them out.

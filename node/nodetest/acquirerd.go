@@ -41,7 +41,7 @@ func (a *Acquirerd) start() {
 	a.t.Helper()
 	a.logs = &syncbuf.Buffer{}
 	a.cmd = exec.Command(AcquirerdBinary(a.t), append([]string{"--listen", a.Listen, "--admin-addr", a.AdminAddr, "--data-dir", a.DataDir}, a.Args...)...)
-	a.cmd.Stderr = a.logs
+	a.cmd.Stderr = keepLog(a.t, "acquirerd", a.logs)
 	if err := a.cmd.Start(); err != nil {
 		a.t.Fatal(err)
 	}

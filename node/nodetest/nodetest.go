@@ -207,12 +207,33 @@ func (n *Node) start() {
 		n.cmd.Env = append(os.Environ(), n.Env...)
 	}
 	n.logs, n.stdout = &syncbuf.Buffer{}, &syncbuf.Buffer{}
-	n.cmd.Stderr, n.cmd.Stdout = n.logs, n.stdout
+	n.cmd.Stderr, n.cmd.Stdout = keepLog(n.t, n.ID, n.logs), keepLog(n.t, n.ID, n.stdout)
 	n.exited = make(chan struct{})
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}
 	go func() { n.exitErr = n.cmd.Wait(); close(n.exited) }()
+}
+
+// LogDirEnv names a folder where every process a test starts also appends
+// what it writes, one file per node (node1.log, acquirerd.log) across its
+// restarts: Logs holds only the current run's, and a failed random run's
+// story often begins in an earlier one. Unset: nothing is written.
+const LogDirEnv = "NODETEST_LOG_DIR"
+
+// keepLog returns w, writing to the process's file under LogDirEnv as well
+// when that is set.
+func keepLog(t testing.TB, name string, w io.Writer) io.Writer {
+	dir := os.Getenv(LogDirEnv)
+	if dir == "" {
+		return w
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatalf("%s: %v", LogDirEnv, err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return io.MultiWriter(w, f)
 }
 
 // WaitReady waits for /readyz.
