@@ -202,8 +202,11 @@ func (n *hnode) getOrder(st *persistence.Store, merchant, id string) (*order.Ord
 }
 
 // leader returns the node that leads now, or nil.
-func (h *harness) leader() (*hnode, *Node) {
-	for _, n := range h.nodes {
+func (h *harness) leader() (*hnode, *Node) { return leaderAmong(h.nodes) }
+
+// leaderAmong returns the one of nodes that leads now, or nil.
+func leaderAmong(nodes []*hnode) (*hnode, *Node) {
+	for _, n := range nodes {
 		var node *Node
 		n.with(func(nd *Node, _ *persistence.Store) {
 			if nd.IsLeader() {
@@ -245,16 +248,8 @@ func (h *harness) waitLeaderAmong(timeout time.Duration, nodes ...*hnode) *Node 
 	h.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		for _, n := range nodes {
-			var leader *Node
-			n.with(func(nd *Node, _ *persistence.Store) {
-				if nd.IsLeader() {
-					leader = nd
-				}
-			})
-			if leader != nil {
-				return leader
-			}
+		if _, leader := leaderAmong(nodes); leader != nil {
+			return leader
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

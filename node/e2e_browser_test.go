@@ -192,6 +192,19 @@ func (tb *tab) waitURL(prefix string) string {
 	return ""
 }
 
+// waitText waits until the text of #id contains want; what says what the
+// wait is for, in the failure.
+func (tb *tab) waitText(id, want, what string) {
+	tb.t.Helper()
+	deadline := time.Now().Add(browserTimeout)
+	for got := tb.text(id); !strings.Contains(got, want); got = tb.text(id) {
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("%s: #%s = %q, want %q", what, id, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // noCSPViolations checks the current gateway page reported none.
 func (tb *tab) noCSPViolations() {
 	tb.t.Helper()
@@ -500,13 +513,7 @@ func TestBrowserHostedForm(t *testing.T) {
 			chromedp.MouseEvent("mousePressed", pay["x"], pay["y"], chromedp.ButtonLeft),
 			chromedp.MouseEvent("mouseReleased", pay["x"], pay["y"]-3*pay["h"], chromedp.ButtonLeft),
 		)
-		deadline := time.Now().Add(browserTimeout)
-		for !strings.Contains(tb.text("cc-csc-error"), "3-digit") {
-			if time.Now().After(deadline) {
-				t.Fatalf("#cc-csc-error = %q after a press on Pay released elsewhere", tb.text("cc-csc-error"))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		tb.waitText("cc-csc-error", "3-digit", "the hint after a press on Pay released elsewhere")
 		if general := tb.text("pg-error"); general != "" {
 			t.Errorf("#pg-error = %q: the form was submitted", general)
 		}
@@ -526,13 +533,7 @@ func TestBrowserHostedForm(t *testing.T) {
 		first.waitURL(s.srv.URL + "/ok?")
 		// The second tab still shows the form; its payment is refused.
 		second.do(chromedp.Click(chromedp.ID("pg-pay")))
-		deadline := time.Now().Add(browserTimeout)
-		for !strings.Contains(second.text("pg-error"), "no longer be paid") {
-			if time.Now().After(deadline) {
-				t.Fatalf("second payment not refused: %q", second.text("pg-error"))
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		second.waitText("pg-error", "no longer be paid", "second payment not refused")
 		if disabled := eval[bool](second, `document.getElementById("pg-pay").disabled`); !disabled {
 			t.Error("the pay button of a used form stays enabled")
 		}
@@ -639,13 +640,7 @@ func TestBrowserExpiredForm(t *testing.T) {
 		m.WaitStatus(t, id, "expired", 10*time.Second)
 		fillCard(tb, "4111111111111111", "Jane Doe", "12", "2035", "737")
 		tb.do(chromedp.Click(chromedp.ID("pg-pay")))
-		deadline := time.Now().Add(browserTimeout)
-		for !strings.Contains(tb.text("pg-error"), "no longer be paid") {
-			if time.Now().After(deadline) {
-				t.Fatalf("payment of an expired form not refused: %q", tb.text("pg-error"))
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		tb.waitText("pg-error", "no longer be paid", "payment of an expired form not refused")
 		if o := m.Post(t, "status", map[string]any{"order_id": id}); o.Str("status") != "expired" {
 			t.Fatalf("order: %s", o.Body)
 		}
